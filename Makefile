@@ -1,0 +1,43 @@
+# docrender: see README.md. Targets are a stable interface (DESIGN §1).
+SHELL := /bin/bash
+CACHE ?= $(HOME)/.cache/docrender
+export PATH := $(CACHE)/bin:$(PATH)
+MODULES := ./pkg/... ./proto/... ./worker/... ./gateway/...
+
+.PHONY: build run test lint bench soak fuzz proto setup clean
+
+build:
+	go build -o bin/gateway ./gateway/cmd/gateway
+	go build -o bin/worker ./worker/cmd/worker
+
+setup:
+	scripts/setup
+
+run: setup build
+	bin/gateway
+
+lint:
+	@test -z "$$(gofmt -l pkg proto worker gateway)" || { gofmt -l pkg proto worker gateway; echo "gofmt needed"; exit 1; }
+	go vet $(MODULES)
+	staticcheck $(MODULES)
+
+test:
+	scripts/setup --test
+	$(MAKE) lint
+	go test -count=1 -timeout 18m -p 2 $(MODULES)
+
+bench: setup build
+	scripts/bench
+
+soak: setup build
+	scripts/soak
+
+fuzz:
+	go test -run '^$$' -fuzz FuzzParseJSON -fuzztime 60s ./pkg/pdfopts
+
+proto:
+	GOBIN=$(CACHE)/bin go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+	protoc -I proto --go_out=proto/jobspb --go_opt=paths=source_relative proto/jobs.proto
+
+clean:
+	rm -rf bin data

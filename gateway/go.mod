@@ -1,0 +1,28 @@
+module github.com/docrender/docrender/gateway
+
+go 1.26.0
+
+require (
+	github.com/docrender/docrender/pkg v0.0.0
+	github.com/docrender/docrender/proto v0.0.0
+	github.com/docrender/docrender/worker v0.0.0
+)
+
+require (
+	github.com/labstack/echo/v4 v4.16.0 // indirect
+	github.com/labstack/gommon v0.5.0 // indirect
+	github.com/mattn/go-colorable v0.1.15 // indirect
+	github.com/mattn/go-isatty v0.0.22 // indirect
+	github.com/valyala/bytebufferpool v1.0.0 // indirect
+	github.com/valyala/fasttemplate v1.2.2 // indirect
+	golang.org/x/crypto v0.58.0 // indirect
+	golang.org/x/net v0.60.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
+)
+
+replace (
+	github.com/docrender/docrender/pkg => ../pkg
+	github.com/docrender/docrender/proto => ../proto
+	github.com/docrender/docrender/worker => ../worker
+)

@@ -1,0 +1,173 @@
+// Package config reads docrender's configuration once at start from the
+// environment (DESIGN §2). The variable names are a public interface for operators.
+package config
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Plan holds the limits of one plan.
+type Plan struct {
+	Name        string
+	Conversions int64
+	Hosted      int64
+	Retention   time.Duration
+	MaxBatch    int
+}
+
+// Config is the whole configuration of a gateway or worker process.
+type Config struct {
+	Addr          string
+	BaseURL       string
+	DataDir       string
+	NATSURL       string
+	RedisURL      string
+	S3Endpoint    string
+	S3AccessKey   string
+	S3SecretKey   string
+	S3Bucket      string
+	S3UseSSL      bool
+	ChromiumPath  string
+	Workers       int
+	RenderTimeout time.Duration
+	MaxUpload     int64
+	// MaxQueue bounds the jobs waiting in the queue; past it the gateway answers 429.
+	MaxQueue          int
+	RenderAllowHosts  []string
+	WebhookAllowHosts []string
+	Plans             map[string]Plan
+	DefaultPlan       string
+	LogLevel          string
+}
+
+// PlanNames lists the plans in ascending order.
+var PlanNames = []string{"hobby", "pro", "enterprise"}
+
+// Load parses the environment through getenv (os.Getenv in production).
+func Load(getenv func(string) string) (Config, error) {
+	p := parser{getenv: getenv}
+	c := Config{
+		Addr:              p.str("DOCRENDER_ADDR", ":8080"),
+		BaseURL:           strings.TrimRight(p.str("DOCRENDER_BASE_URL", "http://localhost:8080"), "/"),
+		DataDir:           p.str("DOCRENDER_DATA_DIR", "./data"),
+		NATSURL:           p.str("DOCRENDER_NATS_URL", ""),
+		RedisURL:          p.str("DOCRENDER_REDIS_URL", ""),
+		S3Endpoint:        p.str("DOCRENDER_S3_ENDPOINT", ""),
+		S3AccessKey:       p.str("DOCRENDER_S3_ACCESS_KEY", ""),
+		S3SecretKey:       p.str("DOCRENDER_S3_SECRET_KEY", ""),
+		S3Bucket:          p.str("DOCRENDER_S3_BUCKET", "docrender"),
+		S3UseSSL:          p.boolean("DOCRENDER_S3_USE_SSL", false),
+		ChromiumPath:      p.str("DOCRENDER_CHROMIUM_PATH", ""),
+		Workers:           p.integer("DOCRENDER_WORKERS", runtime.NumCPU()),
+		RenderTimeout:     p.duration("DOCRENDER_RENDER_TIMEOUT", 30*time.Second),
+		MaxUpload:         int64(p.integer("DOCRENDER_MAX_UPLOAD_BYTES", 52428800)),
+		MaxQueue:          p.integer("DOCRENDER_MAX_QUEUE", 10000),
+		RenderAllowHosts:  p.list("DOCRENDER_RENDER_ALLOW_HOSTS"),
+		WebhookAllowHosts: p.list("DOCRENDER_WEBHOOK_ALLOW_HOSTS"),
+		DefaultPlan:       strings.ToLower(p.str("DOCRENDER_DEFAULT_PLAN", "hobby")),
+		LogLevel:          p.str("DOCRENDER_LOG_LEVEL", "info"),
+	}
+	defaults := map[string]Plan{
+		"hobby":      {Conversions: 100, Hosted: 10, Retention: 24 * time.Hour, MaxBatch: 10},
+		"pro":        {Conversions: 10000, Hosted: 500, Retention: 168 * time.Hour, MaxBatch: 200},
+		"enterprise": {Conversions: 100000, Hosted: 10000, Retention: 720 * time.Hour, MaxBatch: 5000},
+	}
+	c.Plans = make(map[string]Plan, len(defaults))
+	for _, name := range PlanNames {
+		d := defaults[name]
+		up := "DOCRENDER_PLAN_" + strings.ToUpper(name) + "_"
+		c.Plans[name] = Plan{
+			Name:        name,
+			Conversions: int64(p.integer(up+"CONVERSIONS", int(d.Conversions))),
+			Hosted:      int64(p.integer(up+"HOSTED", int(d.Hosted))),
+			Retention:   p.duration(up+"RETENTION", d.Retention),
+			MaxBatch:    p.integer(up+"MAX_BATCH", d.MaxBatch),
+		}
+	}
+	if _, ok := c.Plans[c.DefaultPlan]; !ok {
+		p.fail("DOCRENDER_DEFAULT_PLAN", c.DefaultPlan, "one of hobby, pro, enterprise")
+	}
+	if c.Workers < 1 {
+		p.fail("DOCRENDER_WORKERS", strconv.Itoa(c.Workers), "at least 1")
+	}
+	if c.RenderTimeout <= 0 {
+		p.fail("DOCRENDER_RENDER_TIMEOUT", c.RenderTimeout.String(), "a positive duration")
+	}
+	if p.err != nil {
+		return Config{}, p.err
+	}
+	return c, nil
+}
+
+// FromEnv loads the configuration from the process environment.
+func FromEnv() (Config, error) { return Load(os.Getenv) }
+
+// Embedded reports whether this process runs its own NATS server and workers.
+func (c Config) Embedded() bool { return c.NATSURL == "" }
+
+type parser struct {
+	getenv func(string) string
+	err    error
+}
+
+func (p *parser) fail(name, val, want string) {
+	if p.err == nil {
+		p.err = fmt.Errorf("config: %s=%q: want %s", name, val, want)
+	}
+}
+
+func (p *parser) str(name, def string) string {
+	if v := strings.TrimSpace(p.getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+func (p *parser) integer(name string, def int) int {
+	v := p.str(name, "")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		p.fail(name, v, "an integer")
+	}
+	return n
+}
+
+func (p *parser) boolean(name string, def bool) bool {
+	v := p.str(name, "")
+	if v == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		p.fail(name, v, "true or false")
+	}
+	return b
+}
+
+func (p *parser) duration(name string, def time.Duration) time.Duration {
+	v := p.str(name, "")
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		p.fail(name, v, "a Go duration such as 30s")
+	}
+	return d
+}
+
+func (p *parser) list(name string) []string {
+	var out []string
+	for _, f := range strings.FieldsFunc(p.str(name, ""), func(r rune) bool { return r == ',' || r == ' ' }) {
+		out = append(out, strings.ToLower(f))
+	}
+	return out
+}

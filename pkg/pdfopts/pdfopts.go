@@ -1,0 +1,423 @@
+// Package pdfopts parses and validates the generation options of spec 2.1
+// (with DESIGN §4.1, §4.2, §4.14, §4.17) into a normalised form that crosses
+// the queue as a proto message. The gateway validates with it; the worker
+// only reads the result.
+package pdfopts
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/docrender/docrender/pkg/apierr"
+	"github.com/docrender/docrender/proto/jobspb"
+)
+
+// Raw is the options object as the client sends it.
+type Raw struct {
+	FileName          *string         `json:"fileName"`
+	Format            *string         `json:"format"`
+	Orientation       *string         `json:"orientation"`
+	Landscape         *bool           `json:"landscape"`
+	Width             json.RawMessage `json:"width"`
+	Height            json.RawMessage `json:"height"`
+	Margin            json.RawMessage `json:"margin"`
+	PreferCSSPageSize *bool           `json:"preferCSSPageSize"`
+	Host              *bool           `json:"host"`
+	DocumentID        *string         `json:"documentId"`
+	AppointmentID     *string         `json:"appointmentId"`
+	Regenerate        *bool           `json:"regenerate"`
+	UserType          *string         `json:"userType"`
+	Watermark         json.RawMessage `json:"watermark"`
+}
+
+// Options is the validated result.
+type Options struct {
+	FileName   string
+	Page       *jobspb.Page
+	Host       bool
+	DocumentID string
+	Regenerate bool
+	// UserType is "guest" or "registered"; empty means absent (public).
+	UserType  string
+	Watermark *jobspb.Watermark
+}
+
+// Public reports whether anyone with the ID may read the stored file (DESIGN §4.4).
+func (o Options) Public() bool { return o.UserType != "registered" }
+
+// Paper sizes in millimetres (ISO) or inches (US), portrait.
+var formats = map[string][2]float64{
+	"a4":      {210 / 25.4, 297 / 25.4},
+	"a3":      {297 / 25.4, 420 / 25.4},
+	"a5":      {148 / 25.4, 210 / 25.4},
+	"letter":  {8.5, 11},
+	"legal":   {8.5, 14},
+	"tabloid": {11, 17},
+}
+
+const (
+	defaultMarginIn = 1 / 2.54
+	maxPageIn       = 200.0
+)
+
+// ParseJSON parses the options form field; empty means all defaults.
+func ParseJSON(s string, defaultName string) (Options, error) {
+	var raw Raw
+	if strings.TrimSpace(s) != "" {
+		if err := Decode([]byte(s), &raw); err != nil {
+			return Options{}, err
+		}
+	}
+	return raw.Validate(defaultName)
+}
+
+// Decode unmarshals JSON into v, turning type errors into 400s naming the field.
+func Decode(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return apierr.Invalid(te.Field, "expected "+te.Type.String())
+		}
+		return apierr.Bad("Invalid JSON: %v", err).WithHint("Send a JSON object.")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return apierr.Bad("Invalid JSON: trailing data after the object")
+	}
+	return nil
+}
+
+// Validate checks every field and applies the defaults.
+func (r Raw) Validate(defaultName string) (Options, error) {
+	var o Options
+	var err error
+	if o.FileName, err = FileName(r.FileName, defaultName); err != nil {
+		return o, err
+	}
+	if o.Page, err = r.page(); err != nil {
+		return o, err
+	}
+	o.Host = r.Host != nil && *r.Host
+	o.Regenerate = r.Regenerate != nil && *r.Regenerate
+	if o.DocumentID, err = r.documentID(); err != nil {
+		return o, err
+	}
+	if r.UserType != nil {
+		switch ut := strings.ToLower(*r.UserType); ut {
+		case "guest", "registered":
+			o.UserType = ut
+		default:
+			return o, apierr.Invalid("userType", "must be guest or registered")
+		}
+	}
+	if o.Watermark, err = ParseWatermark(r.Watermark); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
+var unsafeName = regexp.MustCompile(`[\x00-\x1f\x7f/\\:*?"<>|]+`)
+
+// FileName validates an output name (without extension) and applies the default.
+func FileName(p *string, def string) (string, error) {
+	if p == nil {
+		return def, nil
+	}
+	n := strings.TrimSpace(*p)
+	n = strings.TrimSuffix(n, ".pdf")
+	n = strings.TrimSuffix(n, ".PDF")
+	n = strings.Trim(unsafeName.ReplaceAllString(n, "_"), ". ")
+	if n == "" {
+		return "", apierr.Invalid("fileName", "must not be empty")
+	}
+	if len(n) > 200 {
+		return "", apierr.Invalid("fileName", "at most 200 characters")
+	}
+	return n, nil
+}
+
+func (r Raw) documentID() (string, error) {
+	get := func(field string, p *string) (string, error) {
+		if p == nil {
+			return "", nil
+		}
+		v := strings.TrimSpace(*p)
+		if v == "" || len(v) > 200 {
+			return "", apierr.Invalid(field, "must be 1 to 200 characters")
+		}
+		return v, nil
+	}
+	d, err := get("documentId", r.DocumentID)
+	if err != nil {
+		return "", err
+	}
+	a, err := get("appointmentId", r.AppointmentID)
+	if err != nil {
+		return "", err
+	}
+	if d != "" && a != "" && d != a {
+		return "", apierr.Invalid("documentId", "documentId and appointmentId differ; send one of them")
+	}
+	if d == "" {
+		d = a
+	}
+	return d, nil
+}
+
+func (r Raw) page() (*jobspb.Page, error) {
+	p := &jobspb.Page{}
+	size := formats["a4"]
+	if r.Format != nil {
+		s, ok := formats[strings.ToLower(strings.TrimSpace(*r.Format))]
+		if !ok {
+			return nil, apierr.Invalid("format", "must be one of A4, Letter, Legal, Tabloid, A3, A5")
+		}
+		size = s
+	}
+	p.WidthIn, p.HeightIn = size[0], size[1]
+	if r.Orientation != nil {
+		switch strings.ToLower(strings.TrimSpace(*r.Orientation)) {
+		case "portrait":
+		case "landscape":
+			p.Landscape = true
+		default:
+			return nil, apierr.Invalid("orientation", "must be portrait or landscape")
+		}
+	}
+	if r.Landscape != nil {
+		if r.Orientation != nil && *r.Landscape != p.Landscape {
+			return nil, apierr.Invalid("landscape", "contradicts orientation")
+		}
+		p.Landscape = *r.Landscape
+	}
+	if w, set, err := lengthField("width", r.Width); err != nil {
+		return nil, err
+	} else if set {
+		if w <= 0 || w > maxPageIn {
+			return nil, apierr.Invalid("width", fmt.Sprintf("must be greater than 0 and at most %gin", maxPageIn))
+		}
+		p.WidthIn = w
+	}
+	if h, set, err := lengthField("height", r.Height); err != nil {
+		return nil, err
+	} else if set {
+		if h <= 0 || h > maxPageIn {
+			return nil, apierr.Invalid("height", fmt.Sprintf("must be greater than 0 and at most %gin", maxPageIn))
+		}
+		p.HeightIn = h
+	}
+	m := [4]float64{defaultMarginIn, defaultMarginIn, defaultMarginIn, defaultMarginIn}
+	if err := margins(r.Margin, &m); err != nil {
+		return nil, err
+	}
+	p.MarginTopIn, p.MarginRightIn, p.MarginBottomIn, p.MarginLeftIn = m[0], m[1], m[2], m[3]
+	w, h := p.WidthIn, p.HeightIn
+	if p.Landscape {
+		w, h = h, w
+	}
+	if m[0]+m[2] >= h {
+		return nil, apierr.Invalid("margin", "top and bottom margins leave no room on the page")
+	}
+	if m[1]+m[3] >= w {
+		return nil, apierr.Invalid("margin", "left and right margins leave no room on the page")
+	}
+	p.PreferCssPageSize = r.PreferCSSPageSize != nil && *r.PreferCSSPageSize
+	return p, nil
+}
+
+var marginSides = [4]string{"top", "right", "bottom", "left"}
+
+func margins(raw json.RawMessage, m *[4]float64) error {
+	if isNull(raw) {
+		return nil
+	}
+	// A single length sets all four sides.
+	if raw[0] != '{' {
+		v, _, err := lengthField("margin", raw)
+		if err != nil {
+			return err
+		}
+		if v < 0 {
+			return apierr.Invalid("margin", "must not be negative")
+		}
+		*m = [4]float64{v, v, v, v}
+		return nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return apierr.Invalid("margin", "must be an object with top, right, bottom, left")
+	}
+	for k := range obj {
+		known := false
+		for _, s := range marginSides {
+			known = known || k == s
+		}
+		if !known {
+			return apierr.Invalid("margin."+k, "unknown side; use top, right, bottom, left")
+		}
+	}
+	for i, side := range marginSides {
+		v, set, err := lengthField("margin."+side, obj[side])
+		if err != nil {
+			return err
+		}
+		if !set {
+			continue
+		}
+		if v < 0 || v > maxPageIn {
+			return apierr.Invalid("margin."+side, "must be between 0 and the page size")
+		}
+		m[i] = v
+	}
+	return nil
+}
+
+func isNull(raw json.RawMessage) bool {
+	s := bytes.TrimSpace(raw)
+	return len(s) == 0 || string(s) == "null"
+}
+
+func lengthField(field string, raw json.RawMessage) (float64, bool, error) {
+	if isNull(raw) {
+		return 0, false, nil
+	}
+	var s string
+	if raw[0] == '"' {
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return 0, false, apierr.Invalid(field, "must be a length such as 10cm")
+		}
+	} else {
+		s = string(bytes.TrimSpace(raw))
+	}
+	v, err := ParseLength(s)
+	if err != nil {
+		return 0, false, apierr.Invalid(field, err.Error())
+	}
+	return v, true, nil
+}
+
+var lengthRe = regexp.MustCompile(`^([0-9]*\.?[0-9]+)\s*(px|in|cm|mm)?$`)
+
+// ParseLength reads a CSS-like length in px, in, cm or mm (a bare number is
+// pixels, 96 to the inch) and returns inches.
+func ParseLength(s string) (float64, error) {
+	m := lengthRe.FindStringSubmatch(strings.ToLower(strings.TrimSpace(s)))
+	if m == nil {
+		return 0, fmt.Errorf("%q is not a length; use a number with px, in, cm or mm", s)
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("%q is not a length", s)
+	}
+	switch m[2] {
+	case "in":
+		return v, nil
+	case "cm":
+		return v / 2.54, nil
+	case "mm":
+		return v / 25.4, nil
+	default:
+		return v / 96, nil
+	}
+}
+
+// RawWatermark is DESIGN §4.17's object.
+type RawWatermark struct {
+	Text     *string  `json:"text"`
+	Image    *string  `json:"image"`
+	FontSize *float64 `json:"fontSize"`
+	Color    *string  `json:"color"`
+	Opacity  *float64 `json:"opacity"`
+	Rotation *float64 `json:"rotation"`
+	Position *string  `json:"position"`
+	Pages    *string  `json:"pages"`
+}
+
+var (
+	colorRe  = regexp.MustCompile(`^#([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$`)
+	pagesRe  = regexp.MustCompile(`^\s*(all|\d+(\s*-\s*\d+)?(\s*,\s*\d+(\s*-\s*\d+)?)*)\s*$`)
+	posNames = map[string]bool{"center": true, "top-left": true, "top-center": true, "top-right": true,
+		"left": true, "right": true, "bottom-left": true, "bottom-center": true, "bottom-right": true}
+)
+
+// ParseWatermark validates a watermark object; null or absent gives nil.
+func ParseWatermark(raw json.RawMessage) (*jobspb.Watermark, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	var r RawWatermark
+	if raw[0] != '{' {
+		return nil, apierr.Invalid("watermark", "must be an object")
+	}
+	if err := Decode(raw, &r); err != nil {
+		return nil, err
+	}
+	w := &jobspb.Watermark{FontSize: 48, Color: "#888888", Opacity: 0.3, Rotation: 45, Position: "center", Pages: "all"}
+	switch {
+	case r.Text != nil && r.Image != nil:
+		return nil, apierr.Invalid("watermark", "give text or image, not both")
+	case r.Text != nil:
+		if strings.TrimSpace(*r.Text) == "" || len(*r.Text) > 500 {
+			return nil, apierr.Invalid("watermark.text", "must be 1 to 500 characters")
+		}
+		w.Text = *r.Text
+	case r.Image != nil:
+		b64 := *r.Image
+		if i := strings.Index(b64, ";base64,"); strings.HasPrefix(b64, "data:") && i > 0 {
+			b64 = b64[i+len(";base64,"):]
+		}
+		img, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil || len(img) < 8 || string(img[1:4]) != "PNG" {
+			return nil, apierr.Invalid("watermark.image", "must be a base64 PNG image")
+		}
+		w.ImagePng = img
+	default:
+		return nil, apierr.Invalid("watermark", "needs text or image")
+	}
+	if r.FontSize != nil {
+		if *r.FontSize < 1 || *r.FontSize > 500 {
+			return nil, apierr.Invalid("watermark.fontSize", "must be between 1 and 500")
+		}
+		w.FontSize = *r.FontSize
+	}
+	if r.Color != nil {
+		if !colorRe.MatchString(*r.Color) {
+			return nil, apierr.Invalid("watermark.color", "must be #rgb or #rrggbb")
+		}
+		w.Color = *r.Color
+	}
+	if r.Opacity != nil {
+		if *r.Opacity < 0 || *r.Opacity > 1 {
+			return nil, apierr.Invalid("watermark.opacity", "must be between 0 and 1")
+		}
+		w.Opacity = *r.Opacity
+	}
+	if r.Rotation != nil {
+		if *r.Rotation < -360 || *r.Rotation > 360 {
+			return nil, apierr.Invalid("watermark.rotation", "must be between -360 and 360")
+		}
+		w.Rotation = *r.Rotation
+	}
+	if r.Position != nil {
+		p := strings.ToLower(strings.TrimSpace(*r.Position))
+		if !posNames[p] {
+			return nil, apierr.Invalid("watermark.position", "must be center, top-left, top-center, top-right, left, right, bottom-left, bottom-center or bottom-right")
+		}
+		w.Position = p
+	}
+	if r.Pages != nil {
+		if !pagesRe.MatchString(strings.ToLower(*r.Pages)) {
+			return nil, apierr.Invalid("watermark.pages", "must be all or ranges like 1-3,5")
+		}
+		w.Pages = strings.ToLower(strings.ReplaceAll(*r.Pages, " ", ""))
+	}
+	return w, nil
+}
