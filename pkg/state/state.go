@@ -1,0 +1,63 @@
+// Package state defines the small key-value store behind accounts, keys,
+// sessions, usage counters, batch progress and the stored-file index.
+// Implementations: boltstate (embedded default) and redisstate. Every
+// implementation passes statetest.Run.
+//
+// The interface is a handful of atomic primitives rather than domain methods,
+// so the domain logic (package account, files, batch) is written once.
+package state
+
+import (
+	"context"
+	"errors"
+	"math"
+	"time"
+)
+
+// ErrNotFound is returned (wrapped) for a missing or expired key.
+var ErrNotFound = errors.New("state: not found")
+
+// Score bounds for index queries.
+var (
+	MinScore = math.Inf(-1)
+	MaxScore = math.Inf(1)
+)
+
+// Store is the state store. A ttl of 0 means the key never expires.
+type Store interface {
+	Get(ctx context.Context, key string) ([]byte, error)
+	Set(ctx context.Context, key string, value []byte, ttl time.Duration) error
+	// SetNX stores value only when key is absent and reports whether it did.
+	SetNX(ctx context.Context, key string, value []byte, ttl time.Duration) (bool, error)
+	Delete(ctx context.Context, keys ...string) error
+
+	// IncrBy adds delta to the integer at key (absent counts as 0) and returns
+	// the new value; ttl is applied when the key is created.
+	IncrBy(ctx context.Context, key string, delta int64, ttl time.Duration) (int64, error)
+	// Reserve adds n to the counter at key only if the result is at most
+	// limit, atomically; it returns the value after the call and whether it added.
+	Reserve(ctx context.Context, key string, n, limit int64, ttl time.Duration) (int64, bool, error)
+
+	// IndexAdd puts member into a sorted index with score (replacing its score).
+	IndexAdd(ctx context.Context, index, member string, score float64) error
+	// IndexAddIfBelow adds member only while fewer than limit members have a
+	// score >= floor, atomically; it reports whether it added.
+	IndexAddIfBelow(ctx context.Context, index, member string, score, floor float64, limit int64) (bool, error)
+	// IndexRemove removes member and reports whether it was there.
+	IndexRemove(ctx context.Context, index, member string) (bool, error)
+	// IndexRange lists members with min <= score <= max in score order
+	// (descending when desc), skipping offset and returning at most count (count < 0: all).
+	IndexRange(ctx context.Context, index string, min, max float64, offset, count int, desc bool) ([]string, error)
+	// IndexCount counts members with min <= score <= max.
+	IndexCount(ctx context.Context, index string, min, max float64) (int64, error)
+
+	// SetAdd adds member to the set at key; it reports whether the member was
+	// new and the set's size after the call. ttl is applied when the set is created.
+	SetAdd(ctx context.Context, key, member string, ttl time.Duration) (bool, int64, error)
+	// SetCard is the set's size (0 when absent).
+	SetCard(ctx context.Context, key string) (int64, error)
+
+	// Ready reports whether the store answers.
+	Ready(ctx context.Context) error
+	Close() error
+}

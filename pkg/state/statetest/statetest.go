@@ -1,0 +1,218 @@
+// Package statetest is the contract every state.Store implementation passes.
+package statetest
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/docrender/docrender/pkg/state"
+)
+
+// Run exercises s. Keys are created under a fresh prefix so runs against a
+// shared server do not collide.
+func Run(t *testing.T, s state.Store) {
+	ctx := context.Background()
+	p := "contract:" + rand.Text()[:10] + ":"
+	tests := []struct {
+		name string
+		run  func(t *testing.T)
+	}{
+		{"get set delete", func(t *testing.T) {
+			if _, err := s.Get(ctx, p+"missing"); !errors.Is(err, state.ErrNotFound) {
+				t.Fatalf("Get missing: %v", err)
+			}
+			must(t, s.Set(ctx, p+"k", []byte("v1"), 0))
+			must(t, s.Set(ctx, p+"k", []byte("v2"), 0))
+			if v, err := s.Get(ctx, p+"k"); err != nil || string(v) != "v2" {
+				t.Fatalf("Get = %q, %v", v, err)
+			}
+			must(t, s.Delete(ctx, p+"k", p+"never-set"))
+			if _, err := s.Get(ctx, p+"k"); !errors.Is(err, state.ErrNotFound) {
+				t.Fatalf("after Delete: %v", err)
+			}
+		}},
+		{"ttl expires", func(t *testing.T) {
+			must(t, s.Set(ctx, p+"ttl", []byte("x"), 1200*time.Millisecond))
+			if _, err := s.Get(ctx, p+"ttl"); err != nil {
+				t.Fatalf("before expiry: %v", err)
+			}
+			time.Sleep(1500 * time.Millisecond)
+			if _, err := s.Get(ctx, p+"ttl"); !errors.Is(err, state.ErrNotFound) {
+				t.Fatalf("after expiry: %v", err)
+			}
+			ok, err := s.SetNX(ctx, p+"ttl", []byte("y"), 0)
+			if err != nil || !ok {
+				t.Fatalf("SetNX over an expired key = %v, %v", ok, err)
+			}
+		}},
+		{"setnx once under concurrency", func(t *testing.T) {
+			var wins atomic.Int32
+			var wg sync.WaitGroup
+			for i := range 20 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					ok, err := s.SetNX(ctx, p+"nx", fmt.Appendf(nil, "%d", i), 0)
+					if err != nil {
+						t.Error(err)
+					}
+					if ok {
+						wins.Add(1)
+					}
+				}()
+			}
+			wg.Wait()
+			if wins.Load() != 1 {
+				t.Fatalf("%d SetNX calls won", wins.Load())
+			}
+		}},
+		{"incr", func(t *testing.T) {
+			for want := int64(1); want <= 3; want++ {
+				if v, err := s.IncrBy(ctx, p+"c", 1, 0); err != nil || v != want {
+					t.Fatalf("IncrBy = %d, %v; want %d", v, err, want)
+				}
+			}
+			if v, err := s.IncrBy(ctx, p+"c", -5, 0); err != nil || v != -2 {
+				t.Fatalf("IncrBy -5 = %d, %v", v, err)
+			}
+		}},
+		{"reserve never exceeds limit", func(t *testing.T) {
+			var granted atomic.Int64
+			var wg sync.WaitGroup
+			for range 50 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_, ok, err := s.Reserve(ctx, p+"quota", 3, 100, time.Hour)
+					if err != nil {
+						t.Error(err)
+					}
+					if ok {
+						granted.Add(3)
+					}
+				}()
+			}
+			wg.Wait()
+			if granted.Load() != 99 {
+				t.Fatalf("granted %d, want 99 (33 reservations of 3 within 100)", granted.Load())
+			}
+			v, ok, err := s.Reserve(ctx, p+"quota", 1, 100, time.Hour)
+			if err != nil || !ok || v != 100 {
+				t.Fatalf("last unit: %d %v %v", v, ok, err)
+			}
+			v, ok, err = s.Reserve(ctx, p+"quota", 1, 100, time.Hour)
+			if err != nil || ok || v != 100 {
+				t.Fatalf("over the limit: %d %v %v", v, ok, err)
+			}
+			// Giving back is a negative IncrBy.
+			if v, err := s.IncrBy(ctx, p+"quota", -10, 0); err != nil || v != 90 {
+				t.Fatalf("give back: %d %v", v, err)
+			}
+		}},
+		{"index order and paging", func(t *testing.T) {
+			for i, m := range []string{"a", "b", "c", "d", "e"} {
+				must(t, s.IndexAdd(ctx, p+"idx", m, float64(i+1)))
+			}
+			got, err := s.IndexRange(ctx, p+"idx", state.MinScore, state.MaxScore, 0, -1, true)
+			if err != nil || !slices.Equal(got, []string{"e", "d", "c", "b", "a"}) {
+				t.Fatalf("desc = %v, %v", got, err)
+			}
+			got, err = s.IndexRange(ctx, p+"idx", state.MinScore, state.MaxScore, 1, 2, false)
+			if err != nil || !slices.Equal(got, []string{"b", "c"}) {
+				t.Fatalf("asc page = %v, %v", got, err)
+			}
+			got, err = s.IndexRange(ctx, p+"idx", 2, 4, 0, -1, false)
+			if err != nil || !slices.Equal(got, []string{"b", "c", "d"}) {
+				t.Fatalf("by score = %v, %v", got, err)
+			}
+			if n, err := s.IndexCount(ctx, p+"idx", 3, state.MaxScore); err != nil || n != 3 {
+				t.Fatalf("count = %d, %v", n, err)
+			}
+			must(t, s.IndexAdd(ctx, p+"idx", "a", 10)) // re-score
+			got, _ = s.IndexRange(ctx, p+"idx", state.MinScore, state.MaxScore, 0, 1, true)
+			if !slices.Equal(got, []string{"a"}) {
+				t.Fatalf("after re-score = %v", got)
+			}
+			if ok, err := s.IndexRemove(ctx, p+"idx", "a"); err != nil || !ok {
+				t.Fatalf("remove = %v, %v", ok, err)
+			}
+			if ok, err := s.IndexRemove(ctx, p+"idx", "a"); err != nil || ok {
+				t.Fatalf("second remove = %v, %v", ok, err)
+			}
+			if n, _ := s.IndexCount(ctx, p+"idx", state.MinScore, state.MaxScore); n != 4 {
+				t.Fatalf("count after remove = %d", n)
+			}
+			if got, err := s.IndexRange(ctx, p+"empty", state.MinScore, state.MaxScore, 0, -1, false); err != nil || len(got) != 0 {
+				t.Fatalf("empty index = %v, %v", got, err)
+			}
+		}},
+		{"index add if below", func(t *testing.T) {
+			// Two expired members (score below the floor) do not count.
+			must(t, s.IndexAdd(ctx, p+"lim", "old1", 1))
+			must(t, s.IndexAdd(ctx, p+"lim", "old2", 2))
+			var added atomic.Int32
+			var wg sync.WaitGroup
+			for i := range 30 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					ok, err := s.IndexAddIfBelow(ctx, p+"lim", fmt.Sprint("m", i), 100, 50, 10)
+					if err != nil {
+						t.Error(err)
+					}
+					if ok {
+						added.Add(1)
+					}
+				}()
+			}
+			wg.Wait()
+			if added.Load() != 10 {
+				t.Fatalf("added %d, want 10", added.Load())
+			}
+			if n, _ := s.IndexCount(ctx, p+"lim", 50, state.MaxScore); n != 10 {
+				t.Fatalf("live count = %d", n)
+			}
+		}},
+		{"set add counts each member once", func(t *testing.T) {
+			var wg sync.WaitGroup
+			for i := range 40 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if _, _, err := s.SetAdd(ctx, p+"set", fmt.Sprint(i%10), time.Hour); err != nil {
+						t.Error(err)
+					}
+				}()
+			}
+			wg.Wait()
+			if n, err := s.SetCard(ctx, p+"set"); err != nil || n != 10 {
+				t.Fatalf("card = %d, %v", n, err)
+			}
+			added, n, err := s.SetAdd(ctx, p+"set", "3", time.Hour)
+			if err != nil || added || n != 10 {
+				t.Fatalf("re-add = %v %d %v", added, n, err)
+			}
+			if n, err := s.SetCard(ctx, p+"nothing"); err != nil || n != 0 {
+				t.Fatalf("absent card = %d, %v", n, err)
+			}
+		}},
+		{"ready", func(t *testing.T) { must(t, s.Ready(ctx)) }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, tc.run)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
