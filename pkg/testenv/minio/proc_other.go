@@ -1,0 +1,7 @@
+//go:build !linux
+
+package minio
+
+import "os/exec"
+
+func setParentDeath(*exec.Cmd) {}
