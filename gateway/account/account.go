@@ -1,0 +1,403 @@
+// Package account holds users, sessions, API keys, plans and usage on top
+// of the state store (DESIGN §3). It knows nothing about HTTP except the
+// *apierr.Error values it returns for the caller to send.
+package account
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"net/http"
+	"net/mail"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/docrender/docrender/pkg/apierr"
+	"github.com/docrender/docrender/pkg/config"
+	"github.com/docrender/docrender/pkg/state"
+)
+
+// SessionTTL is how long a session lasts without a new login.
+const SessionTTL = 30 * 24 * time.Hour
+
+// User is an account.
+type User struct {
+	ID           string    `json:"id"`
+	Email        string    `json:"email"`
+	PasswordHash []byte    `json:"passwordHash"`
+	Plan         string    `json:"plan"`
+	CreatedAt    time.Time `json:"createdAt"`
+}
+
+// Key is an API key record; the key itself is never stored.
+type Key struct {
+	ID        string     `json:"id"`
+	UserID    string     `json:"userId"`
+	Name      string     `json:"name"`
+	Prefix    string     `json:"prefix"`
+	Hash      string     `json:"hash"`
+	CreatedAt time.Time  `json:"createdAt"`
+	ExpiresAt *time.Time `json:"expiresAt"`
+	RevokedAt *time.Time `json:"revokedAt,omitempty"`
+	LastUsed  *time.Time `json:"-"`
+}
+
+// Service is the account domain.
+type Service struct {
+	st    state.Store
+	plans map[string]config.Plan
+	def   string
+	now   func() time.Time
+	// bcryptCost is lowered in tests only.
+	bcryptCost int
+}
+
+// New returns the account service.
+func New(st state.Store, cfg config.Config) *Service {
+	return &Service{st: st, plans: cfg.Plans, def: cfg.DefaultPlan, now: time.Now, bcryptCost: bcrypt.DefaultCost}
+}
+
+// Plan returns the limits of a plan name (the default plan for unknown names).
+func (s *Service) Plan(name string) config.Plan {
+	if p, ok := s.plans[name]; ok {
+		return p
+	}
+	return s.plans[s.def]
+}
+
+func userKey(id string) string        { return "user:" + id }
+func emailKey(email string) string    { return "email:" + email }
+func sessionKey(hash string) string   { return "session:" + hash }
+func apiKeyKey(hash string) string    { return "apikey:" + hash }
+func keyIDKey(id string) string       { return "keyid:" + id }
+func userKeysIndex(uid string) string { return "keys:" + uid }
+
+func hashToken(t string) string {
+	sum := sha256.Sum256([]byte(t))
+	return hex.EncodeToString(sum[:])
+}
+
+// RandomID is a URL-safe random identifier of 128 bits.
+func RandomID() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func (s *Service) getJSON(ctx context.Context, key string, v any) error {
+	b, err := s.st.Get(ctx, key)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
+
+func (s *Service) putJSON(ctx context.Context, key string, v any, ttl time.Duration) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return s.st.Set(ctx, key, b, ttl)
+}
+
+func normEmail(e string) (string, error) {
+	e = strings.ToLower(strings.TrimSpace(e))
+	a, err := mail.ParseAddress(e)
+	if err != nil || a.Address != e || len(e) > 254 {
+		return "", apierr.Invalid("email", "must be a valid email address")
+	}
+	return e, nil
+}
+
+// Register creates a user; a taken email is 409 CONFLICT.
+func (s *Service) Register(ctx context.Context, email, password string) (*User, error) {
+	email, err := normEmail(email)
+	if err != nil {
+		return nil, err
+	}
+	if len(password) < 8 || len(password) > 72 {
+		return nil, apierr.Invalid("password", "must be 8 to 72 characters")
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), s.bcryptCost)
+	if err != nil {
+		return nil, fmt.Errorf("account: hash password: %w", err)
+	}
+	u := &User{ID: "usr_" + RandomID(), Email: email, PasswordHash: hash, Plan: s.def, CreatedAt: s.now().UTC()}
+	ok, err := s.st.SetNX(ctx, emailKey(email), []byte(u.ID), 0)
+	if err != nil {
+		return nil, fmt.Errorf("account: register: %w", err)
+	}
+	if !ok {
+		return nil, apierr.New(http.StatusConflict, "An account with this email already exists.")
+	}
+	if err := s.putJSON(ctx, userKey(u.ID), u, 0); err != nil {
+		return nil, fmt.Errorf("account: register: %w", err)
+	}
+	return u, nil
+}
+
+// Login checks the password and returns the user.
+func (s *Service) Login(ctx context.Context, email, password string) (*User, error) {
+	bad := apierr.Unauth("Invalid email or password.")
+	email, err := normEmail(email)
+	if err != nil {
+		return nil, bad
+	}
+	id, err := s.st.Get(ctx, emailKey(email))
+	if errors.Is(err, state.ErrNotFound) {
+		// Spend the same time as a real check so timing does not reveal accounts.
+		_ = bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
+		return nil, bad
+	}
+	if err != nil {
+		return nil, fmt.Errorf("account: login: %w", err)
+	}
+	u, err := s.User(ctx, string(id))
+	if err != nil {
+		return nil, bad
+	}
+	if bcrypt.CompareHashAndPassword(u.PasswordHash, []byte(password)) != nil {
+		return nil, bad
+	}
+	return u, nil
+}
+
+var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("docrender-dummy"), bcrypt.MinCost)
+
+// User loads a user by ID.
+func (s *Service) User(ctx context.Context, id string) (*User, error) {
+	var u User
+	if err := s.getJSON(ctx, userKey(id), &u); err != nil {
+		return nil, fmt.Errorf("account: user %s: %w", id, err)
+	}
+	return &u, nil
+}
+
+// DeleteUser removes the user; its keys and sessions stop working at once.
+func (s *Service) DeleteUser(ctx context.Context, u *User) error {
+	return s.st.Delete(ctx, userKey(u.ID), emailKey(u.Email))
+}
+
+// SetPlan changes the user's plan.
+func (s *Service) SetPlan(ctx context.Context, u *User, plan string) error {
+	plan = strings.ToLower(strings.TrimSpace(plan))
+	if _, ok := s.plans[plan]; !ok {
+		return apierr.Invalid("plan", "must be one of "+strings.Join(config.PlanNames, ", "))
+	}
+	u.Plan = plan
+	return s.putJSON(ctx, userKey(u.ID), u, 0)
+}
+
+// NewSession returns a fresh session token for the user.
+func (s *Service) NewSession(ctx context.Context, u *User) (string, error) {
+	b := make([]byte, 32)
+	rand.Read(b)
+	tok := base64.RawURLEncoding.EncodeToString(b)
+	if err := s.st.Set(ctx, sessionKey(hashToken(tok)), []byte(u.ID), SessionTTL); err != nil {
+		return "", fmt.Errorf("account: session: %w", err)
+	}
+	return tok, nil
+}
+
+// Session resolves a session token to its user.
+func (s *Service) Session(ctx context.Context, token string) (*User, error) {
+	if token == "" || len(token) > 100 {
+		return nil, state.ErrNotFound
+	}
+	id, err := s.st.Get(ctx, sessionKey(hashToken(token)))
+	if err != nil {
+		return nil, err
+	}
+	return s.User(ctx, string(id))
+}
+
+// EndSession deletes a session.
+func (s *Service) EndSession(ctx context.Context, token string) error {
+	return s.st.Delete(ctx, sessionKey(hashToken(token)))
+}
+
+const (
+	keyPrefix = "drk_"
+	keyLen    = 40
+	base62    = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+)
+
+// WellFormedKey reports whether s has the form of an API key.
+func WellFormedKey(k string) bool {
+	if len(k) != len(keyPrefix)+keyLen || !strings.HasPrefix(k, keyPrefix) {
+		return false
+	}
+	for _, c := range k[len(keyPrefix):] {
+		if !strings.ContainsRune(base62, c) {
+			return false
+		}
+	}
+	return true
+}
+
+func newKeySecret() string {
+	var b strings.Builder
+	b.WriteString(keyPrefix)
+	max := big.NewInt(int64(len(base62)))
+	for range keyLen {
+		n, _ := rand.Int(rand.Reader, max)
+		b.WriteByte(base62[n.Int64()])
+	}
+	return b.String()
+}
+
+// CreateKey makes a key for u and returns the record and the secret, which
+// is shown only now.
+func (s *Service) CreateKey(ctx context.Context, u *User, name string, expiresAt *time.Time) (*Key, string, error) {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		name = "default"
+	}
+	if len(name) > 100 {
+		return nil, "", apierr.Invalid("name", "at most 100 characters")
+	}
+	if expiresAt != nil && !expiresAt.After(s.now()) {
+		return nil, "", apierr.Invalid("expiresAt", "must be in the future")
+	}
+	secret := newKeySecret()
+	k := &Key{ID: "key_" + RandomID(), UserID: u.ID, Name: name, Prefix: secret[:8], Hash: hashToken(secret),
+		CreatedAt: s.now().UTC(), ExpiresAt: expiresAt}
+	if err := s.putJSON(ctx, apiKeyKey(k.Hash), k, 0); err != nil {
+		return nil, "", fmt.Errorf("account: create key: %w", err)
+	}
+	if err := s.putJSON(ctx, keyIDKey(k.ID), k, 0); err != nil {
+		return nil, "", fmt.Errorf("account: create key: %w", err)
+	}
+	if err := s.st.IndexAdd(ctx, userKeysIndex(u.ID), k.ID, float64(k.CreatedAt.UnixNano())); err != nil {
+		return nil, "", fmt.Errorf("account: create key: %w", err)
+	}
+	return k, secret, nil
+}
+
+// Keys lists u's keys, newest first, without secrets.
+func (s *Service) Keys(ctx context.Context, u *User) ([]*Key, error) {
+	ids, err := s.st.IndexRange(ctx, userKeysIndex(u.ID), state.MinScore, state.MaxScore, 0, -1, true)
+	if err != nil {
+		return nil, fmt.Errorf("account: keys: %w", err)
+	}
+	out := make([]*Key, 0, len(ids))
+	for _, id := range ids {
+		var k Key
+		if err := s.getJSON(ctx, keyIDKey(id), &k); err == nil {
+			out = append(out, &k)
+		}
+	}
+	return out, nil
+}
+
+// RevokeKey revokes one of u's keys at once.
+func (s *Service) RevokeKey(ctx context.Context, u *User, id string) error {
+	var k Key
+	if err := s.getJSON(ctx, keyIDKey(id), &k); err != nil {
+		if errors.Is(err, state.ErrNotFound) {
+			return apierr.New(http.StatusNotFound, "API key not found.")
+		}
+		return fmt.Errorf("account: revoke: %w", err)
+	}
+	if k.UserID != u.ID {
+		return apierr.New(http.StatusNotFound, "API key not found.")
+	}
+	now := s.now().UTC()
+	k.RevokedAt = &now
+	// The hash entry stays as a tombstone so the key answers "revoked".
+	if err := s.putJSON(ctx, apiKeyKey(k.Hash), &k, 0); err != nil {
+		return fmt.Errorf("account: revoke: %w", err)
+	}
+	if err := s.st.Delete(ctx, keyIDKey(id)); err != nil {
+		return fmt.Errorf("account: revoke: %w", err)
+	}
+	_, err := s.st.IndexRemove(ctx, userKeysIndex(u.ID), id)
+	return err
+}
+
+// Authenticate resolves an API key to its user with the 401s of spec §5.
+func (s *Service) Authenticate(ctx context.Context, secret string) (*User, *Key, error) {
+	if secret == "" {
+		return nil, nil, apierr.Unauth("API key required. Send it in the X-API-Key header or as Authorization: Bearer <key>.")
+	}
+	if !WellFormedKey(secret) {
+		return nil, nil, apierr.Unauth("Malformed API key.")
+	}
+	var k Key
+	if err := s.getJSON(ctx, apiKeyKey(hashToken(secret)), &k); err != nil {
+		if errors.Is(err, state.ErrNotFound) {
+			return nil, nil, apierr.InvalidKey()
+		}
+		return nil, nil, fmt.Errorf("account: authenticate: %w", err)
+	}
+	if k.RevokedAt != nil {
+		return nil, nil, apierr.Unauth("API key has been revoked.")
+	}
+	if k.ExpiresAt != nil && !s.now().Before(*k.ExpiresAt) {
+		return nil, nil, apierr.InvalidKey()
+	}
+	u, err := s.User(ctx, k.UserID)
+	if err != nil {
+		if errors.Is(err, state.ErrNotFound) {
+			return nil, nil, apierr.InvalidKey()
+		}
+		return nil, nil, err
+	}
+	return u, &k, nil
+}
+
+// Period is the usage period of t: the calendar month in UTC.
+func Period(t time.Time) string { return t.UTC().Format("2006-01") }
+
+func usageKey(uid, period string) string { return "usage:" + uid + ":" + period }
+
+// usageTTL keeps a month's counter a while after the month ends.
+const usageTTL = 62 * 24 * time.Hour
+
+// ReserveConversions takes n conversions from u's monthly allowance, all or
+// none, atomically across every gateway.
+func (s *Service) ReserveConversions(ctx context.Context, u *User, n int64) error {
+	p := s.Plan(u.Plan)
+	used, ok, err := s.st.Reserve(ctx, usageKey(u.ID, Period(s.now())), n, p.Conversions, usageTTL)
+	if err != nil {
+		return fmt.Errorf("account: reserve: %w", err)
+	}
+	if !ok {
+		e := apierr.Quota(fmt.Sprintf("Monthly conversion limit of the %s plan reached (%d of %d used; this request needs %d).",
+			p.Name, used, p.Conversions, n))
+		e.Hint = "Wait for next month or change plan."
+		return e
+	}
+	return nil
+}
+
+// ReleaseConversions gives back n conversions reserved this month.
+func (s *Service) ReleaseConversions(ctx context.Context, u *User, n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	_, err := s.st.IncrBy(ctx, usageKey(u.ID, Period(s.now())), -n, usageTTL)
+	return err
+}
+
+// ConversionsUsed is this month's count.
+func (s *Service) ConversionsUsed(ctx context.Context, u *User) (int64, error) {
+	b, err := s.st.Get(ctx, usageKey(u.ID, Period(s.now())))
+	if errors.Is(err, state.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	_, err = fmt.Sscan(string(b), &n)
+	return n, err
+}

@@ -1,0 +1,126 @@
+// Package app assembles a gateway process from the configuration: the
+// embedded NATS server and in-process workers when no NATS URL is given,
+// the stores, and the HTTP server. The command and the end-to-end tests
+// start the service through it, so both run the same wiring.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	gw "github.com/docrender/docrender/gateway/server"
+	"github.com/docrender/docrender/pkg/blob"
+	"github.com/docrender/docrender/pkg/config"
+	"github.com/docrender/docrender/pkg/queue"
+	"github.com/docrender/docrender/pkg/state"
+	"github.com/docrender/docrender/pkg/stores"
+	"github.com/docrender/docrender/worker"
+)
+
+// App is a running gateway.
+type App struct {
+	Config config.Config
+	Server *gw.Server
+	// Worker is the in-process worker pool (embedded mode only).
+	Worker *worker.Worker
+	Log    *slog.Logger
+
+	nats     *server.Server
+	queue    *queue.Conn
+	state    state.Store
+	blobs    blob.Store
+	http     *http.Server
+	ln       net.Listener
+	workerWG sync.WaitGroup
+	stopWork context.CancelFunc
+}
+
+// Start builds everything and starts listening on cfg.Addr.
+func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err error) {
+	a := &App{Config: cfg, Log: log}
+	defer func() {
+		if err != nil {
+			a.Close(context.Background())
+		}
+	}()
+	if cfg.Embedded() {
+		if a.nats, err = queue.StartEmbedded(filepath.Join(cfg.DataDir, "jetstream")); err != nil {
+			return nil, err
+		}
+	}
+	if a.queue, err = queue.Connect(ctx, cfg.NATSURL, a.nats, "docrender-gateway", log); err != nil {
+		return nil, err
+	}
+	if err = a.queue.Setup(ctx, cfg.MaxQueue); err != nil {
+		return nil, err
+	}
+	if a.state, err = stores.OpenState(ctx, cfg); err != nil {
+		return nil, err
+	}
+	if a.blobs, err = stores.OpenBlob(ctx, cfg); err != nil {
+		return nil, err
+	}
+	ready := map[string]func(context.Context) error{}
+	if cfg.Embedded() {
+		if a.Worker, err = worker.New(ctx, cfg, a.queue, a.blobs, log.With("component", "worker")); err != nil {
+			return nil, err
+		}
+		ready["browser"] = a.Worker.Pool().Ready
+		wctx, cancel := context.WithCancel(context.Background())
+		a.stopWork = cancel
+		a.workerWG.Add(1)
+		go func() {
+			defer a.workerWG.Done()
+			_ = a.Worker.Run(wctx)
+		}()
+	}
+	a.Server = gw.New(gw.Deps{Config: cfg, Queue: a.queue, State: a.state, Blobs: a.blobs, Log: log, Ready: ready})
+	if a.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
+	}
+	a.http = &http.Server{Handler: a.Server.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	go func() {
+		if err := a.http.Serve(a.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http server stopped", "err", err)
+		}
+	}()
+	log.Info("gateway listening", "addr", a.ln.Addr().String(), "embedded", cfg.Embedded(), "base_url", cfg.BaseURL)
+	return a, nil
+}
+
+// Addr is the address actually listened on.
+func (a *App) Addr() string { return a.ln.Addr().String() }
+
+// Close finishes the requests in flight, then the in-process jobs, then
+// closes the connections and stores.
+func (a *App) Close(ctx context.Context) {
+	if a.http != nil {
+		_ = a.http.Shutdown(ctx)
+	}
+	if a.stopWork != nil {
+		a.stopWork()
+		a.workerWG.Wait()
+	}
+	if a.Worker != nil {
+		a.Worker.Close()
+	}
+	if a.queue != nil {
+		a.queue.Close()
+	}
+	if a.nats != nil {
+		a.nats.Shutdown()
+		a.nats.WaitForShutdown()
+	}
+	if a.state != nil {
+		_ = a.state.Close()
+	}
+}

@@ -1,0 +1,103 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/docrender/docrender/pkg/apierr"
+	"github.com/docrender/docrender/pkg/pdfopts"
+	"github.com/docrender/docrender/proto/jobspb"
+)
+
+// generate is POST /pdf/generate (spec 4.1).
+func (s *Server) generate(c echo.Context) error {
+	ctx := c.Request().Context()
+	u := currentUser(c)
+	job := s.newJob(c, u)
+	prefix := "jobs/" + job.Id + "/in/"
+	// Inputs and the unhosted result are temporary: gone once answered.
+	defer s.cleanup("jobs/" + job.Id + "/")
+
+	up, err := readUpload(c, s.Blobs, prefix)
+	if err != nil {
+		return err
+	}
+	if len(up.files) == 0 {
+		e := apierr.Bad("No files uploaded. Send the HTML under the form key \"files\".")
+		if len(up.otherParts) > 0 {
+			e.Hint = fmt.Sprintf("Files were sent under %q; use the key \"files\".", up.otherParts)
+		} else {
+			e.Hint = "curl -F files=@index.html ..."
+		}
+		return e
+	}
+	entry := up.entryFile()
+	if entry == "" {
+		e := apierr.Bad("No HTML file found among the uploaded files.")
+		e.Hint = "Include a file named index.html or at least one file with the .html extension."
+		e.Extra = map[string]any{"receivedFiles": up.files}
+		return e
+	}
+	opts, err := pdfopts.ParseJSON(up.options, "document")
+	if err != nil {
+		return err
+	}
+	if err := s.acct.ReserveConversions(ctx, u, 1); err != nil {
+		return err
+	}
+	job.Kind = &jobspb.Job_Render{Render: &jobspb.RenderJob{
+		BundlePrefix: prefix, Files: up.names(), Entry: entry, Page: opts.Page, Watermark: opts.Watermark,
+	}}
+	res, err := s.runJob(ctx, job)
+	if err != nil {
+		_ = s.acct.ReleaseConversions(context.WithoutCancel(ctx), u, 1)
+		return err
+	}
+	return s.sendBlob(c, res.OutputKey, opts.FileName+".pdf", "application/pdf", "attachment")
+}
+
+// sendBlob streams a stored file to the client.
+func (s *Server) sendBlob(c echo.Context, key, name, ctype, disposition string) error {
+	rc, info, err := s.Blobs.Get(c.Request().Context(), key)
+	if err != nil {
+		return fmt.Errorf("read result: %w", err)
+	}
+	defer rc.Close()
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, ctype)
+	h.Set(echo.HeaderContentLength, fmt.Sprint(info.Size))
+	h.Set(echo.HeaderContentDisposition, contentDisposition(disposition, name))
+	c.Response().WriteHeader(http.StatusOK)
+	if c.Request().Method == http.MethodHead {
+		return nil
+	}
+	_, err = io.Copy(c.Response(), rc)
+	return err
+}
+
+// contentDisposition quotes name for old clients and gives the UTF-8 form (RFC 6266).
+func contentDisposition(kind, name string) string {
+	ascii := make([]rune, 0, len(name))
+	for _, r := range name {
+		if r < 0x20 || r > 0x7e || r == '"' || r == '\\' {
+			r = '_'
+		}
+		ascii = append(ascii, r)
+	}
+	return fmt.Sprintf(`%s; filename="%s"; filename*=UTF-8''%s`, kind, string(ascii), url.PathEscape(name))
+}
+
+// cleanup deletes temporary job files after the response, whatever happened.
+func (s *Server) cleanup(prefix string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.Blobs.DeletePrefix(ctx, prefix); err != nil {
+		s.Log.Warn("cleanup failed", "prefix", prefix, "err", err)
+	}
+}

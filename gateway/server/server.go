@@ -1,0 +1,219 @@
+// Package server is docrender's HTTP API: routing, authentication, quotas,
+// validation, uploads and responses. It never renders: jobs go to the queue.
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/docrender/docrender/gateway/account"
+	"github.com/docrender/docrender/pkg/apierr"
+	"github.com/docrender/docrender/pkg/blob"
+	"github.com/docrender/docrender/pkg/config"
+	"github.com/docrender/docrender/pkg/queue"
+	"github.com/docrender/docrender/pkg/state"
+)
+
+// Deps are what the server is built from.
+type Deps struct {
+	Config config.Config
+	Queue  *queue.Conn
+	State  state.Store
+	Blobs  blob.Store
+	Log    *slog.Logger
+	// Ready adds checks to /readyz (an in-process browser, say).
+	Ready map[string]func(context.Context) error
+}
+
+// Server is the HTTP API.
+type Server struct {
+	Deps
+	e    *echo.Echo
+	acct *account.Service
+}
+
+// New builds the server and its routes.
+func New(d Deps) *Server {
+	s := &Server{Deps: d, e: echo.New(), acct: account.New(d.State, d.Config)}
+	s.e.HideBanner, s.e.HidePort = true, true
+	s.e.HTTPErrorHandler = s.writeError
+	s.e.Pre(middleware.RequestIDWithConfig(middleware.RequestIDConfig{
+		Generator: account.RandomID,
+		RequestIDHandler: func(c echo.Context, id string) {
+			c.Set("log", s.Log.With("request_id", id))
+		},
+	}))
+	s.e.Use(s.recoverPanics, s.logRequests, s.limitBody)
+	s.routes()
+	return s
+}
+
+// Handler is the http.Handler to serve.
+func (s *Server) Handler() http.Handler { return s.e }
+
+// Accounts exposes the account service (tests and tools create users with it).
+func (s *Server) Accounts() *account.Service { return s.acct }
+
+func (s *Server) routes() {
+	e := s.e
+	key := s.requireKey
+	e.POST("/pdf/generate", s.generate, key)
+
+	e.POST("/api/auth/register", s.register)
+	e.POST("/api/auth/login", s.login)
+	e.POST("/api/auth/logout", s.logout)
+	e.GET("/api/auth/me", s.me, s.requireSession)
+	e.DELETE("/api/auth/account", s.deleteAccount, s.requireSession)
+	e.POST("/api/keys", s.createKey, s.requireSession)
+	e.GET("/api/keys", s.listKeys, s.requireSession)
+	e.DELETE("/api/keys/:id", s.revokeKey, s.requireSession)
+
+	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]any{"status": "ok"}) })
+	e.GET("/readyz", s.readyz)
+	e.RouteNotFound("/*", func(c echo.Context) error {
+		return apierr.Newf(http.StatusNotFound, "No route for %s %s.", c.Request().Method, c.Request().URL.Path)
+	})
+}
+
+func (s *Server) readyz(c echo.Context) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 3*time.Second)
+	defer cancel()
+	checks := map[string]func(context.Context) error{
+		"state": s.State.Ready,
+		"blobs": s.Blobs.Ready,
+		"queue": func(context.Context) error {
+			if !s.Queue.NATS().IsConnected() {
+				return errors.New("not connected")
+			}
+			return nil
+		},
+	}
+	for k, f := range s.Ready {
+		checks[k] = f
+	}
+	out := map[string]string{}
+	status := http.StatusOK
+	for name, check := range checks {
+		if err := check(ctx); err != nil {
+			out[name] = "failing"
+			status = http.StatusServiceUnavailable
+			logger(c).Warn("readiness check failed", "check", name, "err", err)
+			continue
+		}
+		out[name] = "ok"
+	}
+	return c.JSON(status, map[string]any{"status": http.StatusText(status), "checks": out})
+}
+
+// logger returns the request's logger (with its request ID).
+func logger(c echo.Context) *slog.Logger {
+	if l, ok := c.Get("log").(*slog.Logger); ok {
+		return l
+	}
+	return slog.Default()
+}
+
+func requestID(c echo.Context) string {
+	return c.Response().Header().Get(echo.HeaderXRequestID)
+}
+
+// writeError is the one place errors become HTTP bodies (spec §7, DESIGN §4.12).
+func (s *Server) writeError(err error, c echo.Context) {
+	if c.Response().Committed {
+		logger(c).Warn("error after response started", "err", err)
+		return
+	}
+	var ae *apierr.Error
+	var he *echo.HTTPError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &ae):
+	case errors.As(err, &mbe):
+		ae = apierr.Newf(http.StatusRequestEntityTooLarge, "Request body exceeds the limit of %d bytes.", s.Config.MaxUpload)
+	case errors.As(err, &he):
+		switch he.Code {
+		case http.StatusNotFound:
+			ae = apierr.New(http.StatusNotFound, "Not found.")
+		case http.StatusMethodNotAllowed:
+			ae = apierr.Newf(http.StatusMethodNotAllowed, "Method %s is not allowed on %s.", c.Request().Method, c.Request().URL.Path)
+		case http.StatusRequestEntityTooLarge:
+			ae = apierr.Newf(http.StatusRequestEntityTooLarge, "Request body exceeds the limit of %d bytes.", s.Config.MaxUpload)
+		case http.StatusUnauthorized:
+			ae = apierr.Unauth("Unauthorized.")
+		default:
+			if he.Code >= 500 {
+				ae = apierr.Wrap(http.StatusInternalServerError, "Internal server error.", err)
+			} else {
+				ae = apierr.New(he.Code, http.StatusText(he.Code)+".")
+			}
+		}
+	default:
+		ae = apierr.As(err)
+	}
+	if ae.Status >= 500 {
+		logger(c).Error("request failed", "status", ae.Status, "err", err)
+	}
+	for k, v := range ae.Header {
+		c.Response().Header().Set(k, v)
+	}
+	if c.Request().Method == http.MethodHead {
+		_ = c.NoContent(ae.Status)
+		return
+	}
+	_ = c.JSON(ae.Status, ae.Body())
+}
+
+func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				if r == http.ErrAbortHandler {
+					panic(r)
+				}
+				logger(c).Error("panic", "panic", r)
+				err = apierr.New(http.StatusInternalServerError, "Internal server error.")
+			}
+		}()
+		return next(c)
+	}
+}
+
+func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		if err != nil {
+			c.Error(err)
+		}
+		req := c.Request()
+		logger(c).Info("request", "method", req.Method, "path", req.URL.Path,
+			"status", c.Response().Status, "bytes", c.Response().Size, "ms", time.Since(start).Milliseconds())
+		return nil
+	}
+}
+
+// limitBody refuses bodies over DOCRENDER_MAX_UPLOAD_BYTES, before reading
+// when Content-Length says so, while reading otherwise.
+func (s *Server) limitBody(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		if req.ContentLength > s.Config.MaxUpload {
+			// Do not keep reading a body we refuse: close the connection after answering.
+			c.Response().Header().Set("Connection", "close")
+			return apierr.Newf(http.StatusRequestEntityTooLarge, "Request body exceeds the limit of %d bytes.", s.Config.MaxUpload)
+		}
+		req.Body = http.MaxBytesReader(c.Response(), req.Body, s.Config.MaxUpload)
+		return next(c)
+	}
+}
+
+func isMultipart(c echo.Context) bool {
+	return strings.HasPrefix(strings.ToLower(c.Request().Header.Get(echo.HeaderContentType)), "multipart/form-data")
+}

@@ -1,0 +1,166 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"path"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/docrender/docrender/pkg/apierr"
+	"github.com/docrender/docrender/pkg/blob"
+)
+
+// upload is a multipart request whose files were streamed into the blob store.
+type upload struct {
+	prefix  string
+	files   []uploadedFile
+	options string
+	// otherParts names file parts sent under another key than "files".
+	otherParts []string
+}
+
+type uploadedFile struct {
+	Name     string `json:"name"`
+	MimeType string `json:"mimetype"`
+	Size     int64  `json:"-"`
+}
+
+const maxFiles = 1000
+
+// readUpload streams the parts of a multipart request: every "files" part
+// into the blob store under prefix, the "options" field into memory. Files
+// never sit whole in the gateway's memory.
+func readUpload(c echo.Context, blobs blob.Store, prefix string) (*upload, error) {
+	if !isMultipart(c) {
+		return nil, apierr.Bad("Expected multipart/form-data with the HTML under the key \"files\".").
+			WithHint("Send the request as multipart/form-data, e.g. curl -F files=@index.html.")
+	}
+	mr, err := c.Request().MultipartReader()
+	if err != nil {
+		return nil, apierr.Bad("Malformed multipart body: %v", err)
+	}
+	ctx := c.Request().Context()
+	u := &upload{prefix: prefix}
+	seen := map[string]bool{}
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return u, bodyError(err)
+		}
+		switch part.FormName() {
+		case "files":
+			name, err := cleanName(part.FileName())
+			if err != nil {
+				part.Close()
+				return u, err
+			}
+			if seen[name] {
+				part.Close()
+				return u, apierr.Bad("Duplicate file name %q among the uploads.", name)
+			}
+			if len(u.files) >= maxFiles {
+				part.Close()
+				return u, apierr.Bad("Too many files: at most %d.", maxFiles)
+			}
+			seen[name] = true
+			cr := &countingReader{r: part}
+			if err := blobs.Put(ctx, prefix+name, cr, -1); err != nil {
+				part.Close()
+				return u, bodyError(err)
+			}
+			mt := part.Header.Get("Content-Type")
+			if mt == "" {
+				mt = "application/octet-stream"
+			}
+			u.files = append(u.files, uploadedFile{Name: name, MimeType: mt, Size: cr.n})
+		case "options":
+			b, err := io.ReadAll(io.LimitReader(part, 1<<20+1))
+			if err != nil {
+				part.Close()
+				return u, bodyError(err)
+			}
+			if len(b) > 1<<20 {
+				return u, apierr.Invalid("options", "larger than 1 MiB")
+			}
+			u.options = string(b)
+		default:
+			if part.FileName() != "" {
+				u.otherParts = append(u.otherParts, part.FormName())
+			}
+			_, _ = io.Copy(io.Discard, part)
+		}
+		part.Close()
+	}
+	return u, nil
+}
+
+// bodyError keeps a body-size error recognisable and reports others as 400.
+func bodyError(err error) error {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	if strings.Contains(err.Error(), "multipart") || errors.Is(err, io.ErrUnexpectedEOF) {
+		return apierr.Bad("Malformed multipart body: %v", err)
+	}
+	return err
+}
+
+// cleanName turns an uploaded file name into a safe relative path.
+func cleanName(n string) (string, error) {
+	n = strings.ReplaceAll(n, "\\", "/")
+	if n == "" {
+		return "", apierr.Bad("A file under \"files\" has no file name.")
+	}
+	c := path.Clean("/" + n)[1:]
+	if c == "" || c != strings.TrimPrefix(n, "./") || strings.HasPrefix(n, "/") || len(c) > 255 ||
+		strings.ContainsAny(c, "\x00\r\n") {
+		return "", apierr.Bad("File name %q is not a plain relative path.", n)
+	}
+	return c, nil
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// entryFile picks the HTML to render (DESIGN §4.13): index.html, else the first .html file.
+func (u *upload) entryFile() string {
+	for _, f := range u.files {
+		if f.Name == "index.html" {
+			return f.Name
+		}
+	}
+	for _, f := range u.files {
+		ext := strings.ToLower(path.Ext(f.Name))
+		if ext == ".html" || ext == ".htm" {
+			return f.Name
+		}
+	}
+	return ""
+}
+
+func (u *upload) names() []string {
+	out := make([]string, len(u.files))
+	for i, f := range u.files {
+		out[i] = f.Name
+	}
+	return out
+}

@@ -1,0 +1,118 @@
+// Package netguard decides which network addresses docrender may reach on a
+// user's behalf (rendered pages, webhooks) and dials only those. The check
+// runs on the resolved IP at dial time, so a DNS name that points at a
+// private address, or changes to one between check and use, is refused too.
+package netguard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"time"
+)
+
+// ErrBlocked is returned (wrapped) for an address the policy refuses.
+var ErrBlocked = errors.New("netguard: address not allowed")
+
+// blockedNets are ranges never reached unless allow-listed: loopback,
+// private, link-local (and so cloud metadata), CGNAT, benchmarking,
+// reserved, multicast; for IPv6 also unique-local and NAT64.
+var blockedNets = mustPrefixes(
+	"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
+	"172.16.0.0/12", "192.0.0.0/24", "192.0.2.0/24", "192.168.0.0/16", "198.18.0.0/15",
+	"198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
+	"::/128", "::1/128", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64", "2001:db8::/32",
+	"fc00::/7", "fe80::/10", "ff00::/8",
+)
+
+func mustPrefixes(ss ...string) []netip.Prefix {
+	out := make([]netip.Prefix, len(ss))
+	for i, s := range ss {
+		out[i] = netip.MustParsePrefix(s)
+	}
+	return out
+}
+
+// Public reports whether ip is an ordinary public address.
+func Public(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	if !ip.IsValid() {
+		return false
+	}
+	for _, p := range blockedNets {
+		if p.Contains(ip) {
+			return false
+		}
+	}
+	return true
+}
+
+// Policy allows public addresses and the listed hosts ("host" or "host:port").
+type Policy struct {
+	allow    map[string]bool
+	resolver *net.Resolver
+	dialer   net.Dialer
+}
+
+// New returns a policy with an allow-list.
+func New(allow []string) *Policy {
+	p := &Policy{allow: map[string]bool{}, resolver: net.DefaultResolver, dialer: net.Dialer{Timeout: 10 * time.Second}}
+	for _, h := range allow {
+		p.allow[strings.ToLower(strings.Trim(h, "[]"))] = true
+	}
+	return p
+}
+
+func (p *Policy) allowed(host, port string) bool {
+	host = strings.ToLower(strings.Trim(host, "[]"))
+	return p.allow[host] || p.allow[net.JoinHostPort(host, port)] || p.allow[host+":"+port]
+}
+
+// Resolve returns the addresses of host:port that the policy lets us reach,
+// or ErrBlocked.
+func (p *Policy) Resolve(ctx context.Context, host, port string) ([]netip.Addr, error) {
+	host = strings.Trim(host, "[]")
+	var ips []netip.Addr
+	if ip, err := netip.ParseAddr(host); err == nil {
+		ips = []netip.Addr{ip}
+	} else {
+		ips, err = p.resolver.LookupNetIP(ctx, "ip", host)
+		if err != nil {
+			return nil, fmt.Errorf("netguard: resolve %s: %w", host, err)
+		}
+	}
+	if p.allowed(host, port) {
+		return ips, nil
+	}
+	for _, ip := range ips {
+		if !Public(ip) {
+			return nil, fmt.Errorf("%w: %s resolves to %s", ErrBlocked, host, ip)
+		}
+	}
+	return ips, nil
+}
+
+// DialContext dials addr after checking every address it resolves to, and
+// connects to exactly a checked address.
+func (p *Policy) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("netguard: %w", err)
+	}
+	ips, err := p.Resolve(ctx, host, port)
+	if err != nil {
+		return nil, err
+	}
+	var last error
+	for _, ip := range ips {
+		c, err := p.dialer.DialContext(ctx, network, net.JoinHostPort(ip.String(), port))
+		if err == nil {
+			return c, nil
+		}
+		last = err
+	}
+	return nil, fmt.Errorf("netguard: dial %s: %w", addr, last)
+}

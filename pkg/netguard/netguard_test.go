@@ -1,0 +1,90 @@
+package netguard_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"testing"
+
+	"github.com/docrender/docrender/pkg/netguard"
+)
+
+func TestPublic(t *testing.T) {
+	tests := []struct {
+		ip   string
+		want bool
+	}{
+		{"8.8.8.8", true},
+		{"2606:4700::1111", true},
+		{"127.0.0.1", false},
+		{"127.8.9.10", false},
+		{"10.1.2.3", false},
+		{"172.16.0.1", false},
+		{"172.31.255.255", false},
+		{"192.168.1.1", false},
+		{"169.254.169.254", false},
+		{"100.64.0.1", false},
+		{"0.0.0.0", false},
+		{"::1", false},
+		{"::", false},
+		{"::ffff:127.0.0.1", false},
+		{"::ffff:10.0.0.1", false},
+		{"fe80::1", false},
+		{"fd00:ec2::254", false},
+		{"64:ff9b::7f00:1", false},
+		{"224.0.0.1", false},
+	}
+	for _, tc := range tests {
+		if got := netguard.Public(netip.MustParseAddr(tc.ip)); got != tc.want {
+			t.Errorf("Public(%s) = %v, want %v", tc.ip, got, tc.want)
+		}
+	}
+}
+
+func TestDialBlocksLoopbackUnlessAllowed(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	addr := ln.Addr().String()
+	_, port, _ := net.SplitHostPort(addr)
+	ctx := context.Background()
+	tests := []struct {
+		name   string
+		allow  []string
+		target string
+		ok     bool
+	}{
+		{"ip blocked", nil, addr, false},
+		{"name blocked", nil, "localhost:" + port, false},
+		{"host:port allowed", []string{addr}, addr, true},
+		{"host allowed", []string{"127.0.0.1"}, addr, true},
+		{"other port not allowed", []string{"127.0.0.1:1"}, addr, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := netguard.New(tc.allow).DialContext(ctx, "tcp", tc.target)
+			if tc.ok {
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.Close()
+				return
+			}
+			if !errors.Is(err, netguard.ErrBlocked) {
+				t.Fatalf("err = %v, want ErrBlocked", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,319 @@
+// Package queue carries render and merge jobs from gateways to workers over
+// NATS JetStream, and results back over core NATS. Jobs sit in a work-queue
+// stream with a shared durable pull consumer: each worker pulls only when it
+// has a free slot, so load spreads over every worker, and a job whose worker
+// dies is redelivered after AckWait.
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/docrender/docrender/proto/jobspb"
+)
+
+// Names on the NATS side; operators see them in nats CLI output.
+const (
+	Stream        = "DOCRENDER_JOBS"
+	Consumer      = "docrender-workers"
+	SubjectPrefix = "docrender.jobs."
+	ResultPrefix  = "docrender.results."
+	// MaxDeliver bounds how often a job is tried before it fails for good.
+	MaxDeliver = 4
+	ackWait    = 15 * time.Second
+)
+
+// ErrQueueFull is returned by Submit when the stream holds MaxQueue jobs.
+var ErrQueueFull = errors.New("queue: full")
+
+// ErrUnavailable is returned when NATS cannot be reached.
+var ErrUnavailable = errors.New("queue: unavailable")
+
+// StartEmbedded runs an in-process NATS server with JetStream file storage
+// under dir. It listens on no port; clients connect in-process.
+func StartEmbedded(dir string) (*server.Server, error) {
+	srv, err := server.NewServer(&server.Options{
+		ServerName: "docrender-embedded",
+		DontListen: true,
+		JetStream:  true,
+		StoreDir:   dir,
+		NoSigs:     true,
+		NoLog:      true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue: embedded server: %w", err)
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		srv.Shutdown()
+		return nil, errors.New("queue: embedded server did not start")
+	}
+	return srv, nil
+}
+
+// Conn is a connection to the job queue.
+type Conn struct {
+	nc  *nats.Conn
+	js  jetstream.JetStream
+	log *slog.Logger
+}
+
+// Connect dials url, or the in-process server when srv is not nil.
+func Connect(ctx context.Context, url string, srv *server.Server, name string, log *slog.Logger) (*Conn, error) {
+	opts := []nats.Option{
+		nats.Name(name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+		nats.RetryOnFailedConnect(true),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				log.Warn("nats disconnected", "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(*nats.Conn) { log.Info("nats reconnected") }),
+	}
+	if srv != nil {
+		opts = append(opts, nats.InProcessServer(srv))
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("queue: connect %s: %w", url, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("queue: jetstream: %w", err)
+	}
+	return &Conn{nc: nc, js: js, log: log}, nil
+}
+
+// Close drains the connection.
+func (c *Conn) Close() { c.nc.Close() }
+
+// NATS exposes the core connection (for health checks).
+func (c *Conn) NATS() *nats.Conn { return c.nc }
+
+// Setup creates or updates the stream and the shared consumer. It uses only
+// features of nats-server 2.9, which some deployments still run.
+func (c *Conn) Setup(ctx context.Context, maxQueue int) error {
+	cfg := jetstream.StreamConfig{
+		Name:       Stream,
+		Subjects:   []string{SubjectPrefix + ">"},
+		Retention:  jetstream.WorkQueuePolicy,
+		Storage:    jetstream.FileStorage,
+		Discard:    jetstream.DiscardNew,
+		MaxMsgs:    int64(maxQueue),
+		Duplicates: 2 * time.Minute,
+	}
+	if _, err := c.js.CreateOrUpdateStream(ctx, cfg); err != nil {
+		return fmt.Errorf("queue: stream: %w", err)
+	}
+	_, err := c.js.CreateOrUpdateConsumer(ctx, Stream, jetstream.ConsumerConfig{
+		Durable:       Consumer,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       ackWait,
+		MaxDeliver:    MaxDeliver,
+		FilterSubject: SubjectPrefix + ">",
+		MaxAckPending: 100000,
+	})
+	if err != nil {
+		return fmt.Errorf("queue: consumer: %w", err)
+	}
+	return nil
+}
+
+// Depth is the number of jobs waiting or in flight.
+func (c *Conn) Depth(ctx context.Context) (uint64, error) {
+	s, err := c.js.Stream(ctx, Stream)
+	if err != nil {
+		return 0, fmt.Errorf("queue: depth: %w", err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("queue: depth: %w", err)
+	}
+	return info.State.Msgs, nil
+}
+
+func subjectFor(job *jobspb.Job) string {
+	if job.GetMerge() != nil {
+		return SubjectPrefix + "merge"
+	}
+	return SubjectPrefix + "render"
+}
+
+// Publish puts job on the queue without waiting for its result (batches).
+func (c *Conn) Publish(ctx context.Context, job *jobspb.Job) error {
+	data, err := proto.Marshal(job)
+	if err != nil {
+		return fmt.Errorf("queue: marshal job: %w", err)
+	}
+	msg := &nats.Msg{Subject: subjectFor(job), Data: data, Header: nats.Header{}}
+	// The job ID deduplicates a publish retried after a lost acknowledgement.
+	msg.Header.Set(jetstream.MsgIDHeader, job.Id)
+	if _, err := c.js.PublishMsg(ctx, msg); err != nil {
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && strings.Contains(strings.ToLower(apiErr.Description), "maximum messages") {
+			return ErrQueueFull
+		}
+		if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
+			!c.nc.IsConnected() {
+			return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+		return fmt.Errorf("queue: publish: %w", err)
+	}
+	return nil
+}
+
+// Pending is a submitted job whose result is awaited.
+type Pending struct {
+	sub *nats.Subscription
+}
+
+// Submit publishes job with a fresh reply subject and returns a handle to
+// wait for its result. The subscription exists before the job is published,
+// so no result can be missed.
+func (c *Conn) Submit(ctx context.Context, job *jobspb.Job) (*Pending, error) {
+	job.ReplySubject = ResultPrefix + job.Id
+	sub, err := c.nc.SubscribeSync(job.ReplySubject)
+	if err != nil {
+		return nil, fmt.Errorf("%w: subscribe: %v", ErrUnavailable, err)
+	}
+	if err := c.Publish(ctx, job); err != nil {
+		sub.Unsubscribe()
+		return nil, err
+	}
+	return &Pending{sub: sub}, nil
+}
+
+// Wait blocks until the result arrives or ctx ends.
+func (p *Pending) Wait(ctx context.Context) (*jobspb.Result, error) {
+	defer p.sub.Unsubscribe()
+	msg, err := p.sub.NextMsgWithContext(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("queue: waiting for result: %w", err)
+	}
+	res := &jobspb.Result{}
+	if err := proto.Unmarshal(msg.Data, res); err != nil {
+		return nil, fmt.Errorf("queue: bad result: %w", err)
+	}
+	return res, nil
+}
+
+// Cancel stops waiting.
+func (p *Pending) Cancel() { p.sub.Unsubscribe() }
+
+// Delivery tells a handler which try this is.
+type Delivery struct {
+	Attempt int
+	Last    bool
+}
+
+// Handler processes one job. A returned Result is sent to the job's reply
+// subject and the job is acknowledged. A returned error means the job could
+// not be processed here (a dead browser, say): it is retried, on this or
+// another worker, unless this was the last delivery.
+type Handler func(ctx context.Context, job *jobspb.Job, d Delivery) (*jobspb.Result, error)
+
+// Consume runs slots concurrent pullers until ctx ends, then waits for the
+// jobs in hand to finish (graceful shutdown hands nothing back half-done).
+func (c *Conn) Consume(ctx context.Context, slots int, h Handler) error {
+	cons, err := c.js.Consumer(ctx, Stream, Consumer)
+	if err != nil {
+		return fmt.Errorf("queue: consumer: %w", err)
+	}
+	var wg sync.WaitGroup
+	for range slots {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				msgs, err := cons.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
+				if err != nil {
+					if ctx.Err() == nil {
+						c.log.Debug("fetch failed", "err", err)
+						time.Sleep(250 * time.Millisecond)
+					}
+					continue
+				}
+				for msg := range msgs.Messages() {
+					c.handle(msg, h)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+// handle runs one job detached from the consumer's context: shutdown lets
+// it finish; only its own timeout stops it.
+func (c *Conn) handle(msg jetstream.Msg, h Handler) {
+	job := &jobspb.Job{}
+	if err := proto.Unmarshal(msg.Data(), job); err != nil {
+		c.log.Error("dropping undecodable job", "subject", msg.Subject(), "err", err)
+		_ = msg.Term()
+		return
+	}
+	d := Delivery{Attempt: 1}
+	if md, err := msg.Metadata(); err == nil {
+		d.Attempt = int(md.NumDelivered)
+	}
+	d.Last = d.Attempt >= MaxDeliver
+	log := c.log.With("job_id", job.Id, "request_id", job.RequestId, "batch_id", job.BatchId, "attempt", d.Attempt)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Keep the job ours while it runs.
+	go func() {
+		t := time.NewTicker(ackWait / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				_ = msg.InProgress()
+			}
+		}
+	}()
+	res, err := h(ctx, job, d)
+	if err != nil {
+		if !d.Last {
+			log.Warn("job failed, will retry", "err", err)
+			_ = msg.NakWithDelay(500 * time.Millisecond)
+			return
+		}
+		log.Error("job failed on its last try", "err", err)
+		res = &jobspb.Result{JobId: job.Id, ErrorKind: jobspb.ErrorKind_ERROR_KIND_INTERNAL,
+			ErrorMessage: "The document could not be rendered.", BatchId: job.BatchId, BatchIndex: job.BatchIndex}
+	}
+	res.JobId, res.BatchId, res.BatchIndex = job.Id, job.BatchId, job.BatchIndex
+	if err := c.reply(job, res); err != nil {
+		log.Error("publishing result failed", "err", err)
+	}
+	if err := msg.DoubleAck(context.Background()); err != nil {
+		log.Warn("ack failed", "err", err)
+	}
+}
+
+func (c *Conn) reply(job *jobspb.Job, res *jobspb.Result) error {
+	if job.ReplySubject == "" {
+		return nil
+	}
+	data, err := proto.Marshal(res)
+	if err != nil {
+		return err
+	}
+	return c.nc.Publish(job.ReplySubject, data)
+}

@@ -1,0 +1,57 @@
+// Command worker is a render worker for the scaled-out mode: it pulls jobs
+// from the NATS at DOCRENDER_NATS_URL and renders them with Chromium.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/docrender/docrender/pkg/config"
+	"github.com/docrender/docrender/pkg/logging"
+	"github.com/docrender/docrender/pkg/queue"
+	"github.com/docrender/docrender/pkg/stores"
+	"github.com/docrender/docrender/worker"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	cfg, err := config.FromEnv()
+	if err != nil {
+		return err
+	}
+	if cfg.Embedded() {
+		return fmt.Errorf("DOCRENDER_NATS_URL is required (bin/gateway runs workers in-process without it)")
+	}
+	log := logging.New(cfg.LogLevel, "worker")
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	q, err := queue.Connect(ctx, cfg.NATSURL, nil, "docrender-worker", log)
+	if err != nil {
+		return err
+	}
+	defer q.Close()
+	if err := q.Setup(ctx, cfg.MaxQueue); err != nil {
+		return err
+	}
+	blobs, err := stores.OpenBlob(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	w, err := worker.New(ctx, cfg, q, blobs, log)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	log.Info("worker ready", "nats", cfg.NATSURL, "slots", cfg.Workers)
+	return w.Run(ctx)
+}

@@ -1,0 +1,213 @@
+// Package egress is the HTTP proxy every rendered page talks through. It
+// serves each job's uploaded files under a host of its own, and forwards
+// everything else only to addresses the netguard policy allows. Putting the
+// check in a proxy rather than in request interception covers every path
+// out of Chromium (subresources, iframes in other processes, fetch, redirects,
+// WebSockets via CONNECT) with no per-request round trip over CDP.
+package egress
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/docrender/docrender/pkg/netguard"
+)
+
+// bundleSuffix marks the hosts that serve uploaded files; it never reaches DNS.
+const bundleSuffix = ".bundle.docrender.internal"
+
+// Bundle is a job's uploaded files by relative path.
+type Bundle map[string][]byte
+
+// Proxy is the filtering proxy.
+type Proxy struct {
+	policy    *netguard.Policy
+	transport *http.Transport
+	log       *slog.Logger
+	mu        sync.RWMutex
+	bundles   map[string]Bundle
+	ln        net.Listener
+	srv       *http.Server
+}
+
+// Start listens on a loopback port.
+func Start(policy *netguard.Policy, log *slog.Logger) (*Proxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p := &Proxy{policy: policy, log: log, bundles: map[string]Bundle{}, ln: ln}
+	p.transport = &http.Transport{
+		DialContext:           policy.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          100,
+		IdleConnTimeout:       30 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: 30 * time.Second,
+	}
+	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
+	go p.srv.Serve(ln)
+	return p, nil
+}
+
+// Addr is the proxy's host:port for Chromium's --proxy-server.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Close stops the proxy.
+func (p *Proxy) Close() error {
+	p.transport.CloseIdleConnections()
+	return p.srv.Close()
+}
+
+// Register serves b under a fresh unguessable host and returns its base URL
+// ("http://<host>/") and a function that unregisters it.
+func (p *Proxy) Register(b Bundle) (string, func()) {
+	tok := make([]byte, 16)
+	rand.Read(tok)
+	host := "b" + hex.EncodeToString(tok) + bundleSuffix
+	p.mu.Lock()
+	p.bundles[host] = b
+	p.mu.Unlock()
+	return "http://" + host + "/", func() {
+		p.mu.Lock()
+		delete(p.bundles, host)
+		p.mu.Unlock()
+	}
+}
+
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodConnect {
+		p.connect(w, r)
+		return
+	}
+	if r.URL.Host == "" {
+		http.Error(w, "proxy only", http.StatusBadRequest)
+		return
+	}
+	host := strings.ToLower(r.URL.Hostname())
+	if strings.HasSuffix(host, bundleSuffix) {
+		p.serveBundle(w, r, host)
+		return
+	}
+	if r.URL.Scheme != "http" {
+		http.Error(w, "scheme not allowed", http.StatusForbidden)
+		return
+	}
+	p.forward(w, r)
+}
+
+func (p *Proxy) serveBundle(w http.ResponseWriter, r *http.Request, host string) {
+	p.mu.RLock()
+	b, ok := p.bundles[host]
+	p.mu.RUnlock()
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	name := strings.TrimPrefix(path.Clean("/"+r.URL.Path), "/")
+	if u, err := url.PathUnescape(name); err == nil {
+		name = u
+	}
+	data, ok := b[name]
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	ct := mime.TypeByExtension(path.Ext(name))
+	if ct == "" {
+		ct = http.DetectContentType(data)
+	}
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(data)
+}
+
+func (p *Proxy) refuse(w http.ResponseWriter, target string, err error) {
+	p.log.Info("render egress blocked", "target", target, "err", err)
+	http.Error(w, "blocked by docrender", http.StatusForbidden)
+}
+
+// hopHeaders are dropped when forwarding (RFC 9110 §7.6.1).
+var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
+	out := r.Clone(r.Context())
+	out.RequestURI = ""
+	for _, h := range hopHeaders {
+		out.Header.Del(h)
+	}
+	resp, err := p.transport.RoundTrip(out)
+	if err != nil {
+		if errors.Is(err, netguard.ErrBlocked) {
+			p.refuse(w, r.URL.Host, err)
+			return
+		}
+		http.Error(w, "upstream unreachable", http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	for _, h := range hopHeaders {
+		resp.Header.Del(h)
+	}
+	for k, vv := range resp.Header {
+		for _, v := range vv {
+			w.Header().Add(k, v)
+		}
+	}
+	w.WriteHeader(resp.StatusCode)
+	io.Copy(w, resp.Body)
+}
+
+// connect tunnels TLS (and WebSocket) traffic to an allowed address.
+func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
+	defer cancel()
+	host, port, err := net.SplitHostPort(r.Host)
+	if err != nil || strings.HasSuffix(strings.ToLower(host), bundleSuffix) {
+		http.Error(w, "bad CONNECT target", http.StatusBadRequest)
+		return
+	}
+	up, err := p.policy.DialContext(ctx, "tcp", net.JoinHostPort(host, port))
+	if err != nil {
+		if errors.Is(err, netguard.ErrBlocked) {
+			p.refuse(w, r.Host, err)
+			return
+		}
+		http.Error(w, "upstream unreachable", http.StatusBadGateway)
+		return
+	}
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		up.Close()
+		http.Error(w, "no hijack", http.StatusInternalServerError)
+		return
+	}
+	conn, buf, err := hj.Hijack()
+	if err != nil {
+		up.Close()
+		return
+	}
+	conn.Write([]byte("HTTP/1.1 200 Connection Established\r\n\r\n"))
+	go func() {
+		if buf.Reader.Buffered() > 0 {
+			io.CopyN(up, buf, int64(buf.Reader.Buffered()))
+		}
+		io.Copy(up, conn)
+		up.Close()
+	}()
+	io.Copy(conn, up)
+	conn.Close()
+}

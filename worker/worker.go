@@ -1,0 +1,122 @@
+// Package worker consumes render and merge jobs from the queue. It owns the
+// only Chromium (package browser) and the only PDF editing (package pdfedit)
+// in docrender; the gateway never renders.
+package worker
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/docrender/docrender/pkg/blob"
+	"github.com/docrender/docrender/pkg/config"
+	"github.com/docrender/docrender/pkg/netguard"
+	"github.com/docrender/docrender/pkg/queue"
+	"github.com/docrender/docrender/proto/jobspb"
+	"github.com/docrender/docrender/worker/browser"
+	"github.com/docrender/docrender/worker/egress"
+	"github.com/docrender/docrender/worker/render"
+)
+
+// Worker is one worker process's job loop.
+type Worker struct {
+	cfg      config.Config
+	q        *queue.Conn
+	blobs    blob.Store
+	log      *slog.Logger
+	proxy    *egress.Proxy
+	pool     *browser.Pool
+	renderer *render.Renderer
+}
+
+// New starts the egress proxy and Chromium.
+func New(ctx context.Context, cfg config.Config, q *queue.Conn, blobs blob.Store, log *slog.Logger) (*Worker, error) {
+	proxy, err := egress.Start(netguard.New(cfg.RenderAllowHosts), log)
+	if err != nil {
+		return nil, fmt.Errorf("worker: egress proxy: %w", err)
+	}
+	pool, err := browser.Start(ctx, browser.Config{Bin: cfg.ChromiumPath, Proxy: proxy.Addr(), Tabs: cfg.Workers, Log: log})
+	if err != nil {
+		proxy.Close()
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	w := &Worker{cfg: cfg, q: q, blobs: blobs, log: log, proxy: proxy, pool: pool}
+	w.renderer = &render.Renderer{Blobs: blobs, Pool: pool, Proxy: proxy}
+	return w, nil
+}
+
+// Pool exposes the browser pool (readiness checks, tests).
+func (w *Worker) Pool() *browser.Pool { return w.pool }
+
+// Run consumes jobs until ctx ends, then finishes the jobs in hand.
+func (w *Worker) Run(ctx context.Context) error {
+	return w.q.Consume(ctx, w.cfg.Workers, w.Handle)
+}
+
+// Close stops Chromium and the proxy.
+func (w *Worker) Close() {
+	w.pool.Close()
+	w.proxy.Close()
+}
+
+func failure(kind jobspb.ErrorKind, msg string) *jobspb.Result {
+	return &jobspb.Result{ErrorKind: kind, ErrorMessage: msg}
+}
+
+// Handle runs one job; see queue.Handler for the meaning of its returns.
+func (w *Worker) Handle(ctx context.Context, job *jobspb.Job, d queue.Delivery) (*jobspb.Result, error) {
+	log := w.log.With("job_id", job.Id, "request_id", job.RequestId, "batch_id", job.BatchId)
+	start := time.Now()
+	var pdf []byte
+	var res *jobspb.Result
+	var err error
+	switch {
+	case job.GetRender() != nil:
+		pdf, res, err = w.render(ctx, job)
+	default:
+		return failure(jobspb.ErrorKind_ERROR_KIND_BAD_INPUT, "Unknown job kind."), nil
+	}
+	if err != nil || res != nil {
+		if err != nil {
+			log.Warn("job failed", "err", err, "attempt", d.Attempt)
+		}
+		return res, err
+	}
+	if err := w.blobs.Put(ctx, job.OutputKey, bytes.NewReader(pdf), int64(len(pdf))); err != nil {
+		return nil, fmt.Errorf("worker: store result: %w", err)
+	}
+	log.Info("job done", "bytes", len(pdf), "ms", time.Since(start).Milliseconds())
+	return &jobspb.Result{OutputKey: job.OutputKey, Size: int64(len(pdf))}, nil
+}
+
+// render returns the PDF, or a failure result for the client, or an error
+// for a retry.
+func (w *Worker) render(ctx context.Context, job *jobspb.Job) ([]byte, *jobspb.Result, error) {
+	rj := job.GetRender()
+	b, err := render.LoadBundle(ctx, w.blobs, rj.BundlePrefix, rj.Files)
+	if err != nil {
+		if errors.Is(err, blob.ErrNotFound) {
+			// The gateway gave up on the job and cleaned up: nothing to do.
+			return nil, failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, "The uploaded files are gone."), nil
+		}
+		return nil, nil, err
+	}
+	timeout := time.Duration(job.TimeoutMs) * time.Millisecond
+	if timeout <= 0 {
+		timeout = w.cfg.RenderTimeout
+	}
+	pdf, err := w.renderer.Render(ctx, b, rj.Entry, rj.Page, timeout)
+	switch {
+	case errors.Is(err, render.ErrTimeout):
+		return nil, failure(jobspb.ErrorKind_ERROR_KIND_TIMEOUT,
+			fmt.Sprintf("Rendering exceeded the time limit of %s.", timeout)), nil
+	case errors.Is(err, render.ErrPage):
+		return nil, failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, "The HTML could not be rendered."), nil
+	case err != nil:
+		return nil, nil, err
+	}
+	return pdf, nil, nil
+}
