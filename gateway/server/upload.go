@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"mime"
+	"mime/multipart"
 	"net/http"
 	"path"
 	"strings"
@@ -56,7 +58,7 @@ func readUpload(c echo.Context, blobs blob.Store, prefix string) (*upload, error
 		}
 		switch part.FormName() {
 		case "files":
-			name, err := cleanName(part.FileName())
+			name, err := cleanName(rawFileName(part))
 			if err != nil {
 				part.Close()
 				return u, err
@@ -163,4 +165,15 @@ func (u *upload) names() []string {
 		out[i] = f.Name
 	}
 	return out
+}
+
+// rawFileName is the part's file name as sent. multipart.Part.FileName
+// keeps only the base name, but a bundle's relative paths (css/site.css)
+// are how its HTML finds its assets.
+func rawFileName(p *multipart.Part) string {
+	_, params, err := mime.ParseMediaType(p.Header.Get("Content-Disposition"))
+	if err != nil {
+		return p.FileName()
+	}
+	return params["filename"]
 }
