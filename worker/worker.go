@@ -6,7 +6,6 @@ package worker
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -67,56 +66,33 @@ func failure(kind jobspb.ErrorKind, msg string) *jobspb.Result {
 }
 
 // Handle runs one job; see queue.Handler for the meaning of its returns.
+// Each job kind lives in a file of its own (job_*.go).
 func (w *Worker) Handle(ctx context.Context, job *jobspb.Job, d queue.Delivery) (*jobspb.Result, error) {
 	log := w.log.With("job_id", job.Id, "request_id", job.RequestId, "batch_id", job.BatchId)
 	start := time.Now()
-	var pdf []byte
 	var res *jobspb.Result
 	var err error
-	switch {
-	case job.GetRender() != nil:
-		pdf, res, err = w.render(ctx, job)
+	switch job.Kind.(type) {
+	case *jobspb.Job_Render:
+		res, err = w.handleRender(ctx, job)
 	default:
 		return failure(jobspb.ErrorKind_ERROR_KIND_BAD_INPUT, "Unknown job kind."), nil
 	}
-	if err != nil || res != nil {
-		if err != nil {
-			log.Warn("job failed", "err", err, "attempt", d.Attempt)
-		}
-		return res, err
+	switch {
+	case err != nil:
+		log.Warn("job failed", "err", err, "attempt", d.Attempt)
+	case res.ErrorKind != jobspb.ErrorKind_ERROR_KIND_NONE:
+		log.Info("job refused", "kind", res.ErrorKind.String(), "msg", res.ErrorMessage)
+	default:
+		log.Info("job done", "bytes", res.Size, "ms", time.Since(start).Milliseconds())
 	}
+	return res, err
+}
+
+// store writes a finished PDF to the job's output key.
+func (w *Worker) store(ctx context.Context, job *jobspb.Job, pdf []byte) (*jobspb.Result, error) {
 	if err := w.blobs.Put(ctx, job.OutputKey, bytes.NewReader(pdf), int64(len(pdf))); err != nil {
 		return nil, fmt.Errorf("worker: store result: %w", err)
 	}
-	log.Info("job done", "bytes", len(pdf), "ms", time.Since(start).Milliseconds())
 	return &jobspb.Result{OutputKey: job.OutputKey, Size: int64(len(pdf))}, nil
-}
-
-// render returns the PDF, or a failure result for the client, or an error
-// for a retry.
-func (w *Worker) render(ctx context.Context, job *jobspb.Job) ([]byte, *jobspb.Result, error) {
-	rj := job.GetRender()
-	b, err := render.LoadBundle(ctx, w.blobs, rj.BundlePrefix, rj.Files)
-	if err != nil {
-		if errors.Is(err, blob.ErrNotFound) {
-			// The gateway gave up on the job and cleaned up: nothing to do.
-			return nil, failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, "The uploaded files are gone."), nil
-		}
-		return nil, nil, err
-	}
-	timeout := time.Duration(job.TimeoutMs) * time.Millisecond
-	if timeout <= 0 {
-		timeout = w.cfg.RenderTimeout
-	}
-	pdf, err := w.renderer.Render(ctx, b, rj.Entry, rj.Page, timeout)
-	switch {
-	case errors.Is(err, render.ErrTimeout):
-		return nil, failure(jobspb.ErrorKind_ERROR_KIND_TIMEOUT,
-			fmt.Sprintf("Rendering exceeded the time limit of %s.", timeout)), nil
-	case errors.Is(err, render.ErrPage):
-		return nil, failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, "The HTML could not be rendered."), nil
-	case err != nil:
-		return nil, nil, err
-	}
-	return pdf, nil, nil
 }

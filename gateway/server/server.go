@@ -17,6 +17,7 @@ import (
 	"github.com/docrender/docrender/pkg/apierr"
 	"github.com/docrender/docrender/pkg/blob"
 	"github.com/docrender/docrender/pkg/config"
+	"github.com/docrender/docrender/pkg/files"
 	"github.com/docrender/docrender/pkg/queue"
 	"github.com/docrender/docrender/pkg/state"
 )
@@ -35,13 +36,14 @@ type Deps struct {
 // Server is the HTTP API.
 type Server struct {
 	Deps
-	e    *echo.Echo
-	acct *account.Service
+	e     *echo.Echo
+	acct  *account.Service
+	files *files.Store
 }
 
 // New builds the server and its routes.
 func New(d Deps) *Server {
-	s := &Server{Deps: d, e: echo.New(), acct: account.New(d.State, d.Config)}
+	s := &Server{Deps: d, e: echo.New(), acct: account.New(d.State, d.Config), files: files.New(d.State, d.Blobs)}
 	s.e.HideBanner, s.e.HidePort = true, true
 	s.e.HTTPErrorHandler = s.writeError
 	s.e.Pre(middleware.RequestIDWithConfig(middleware.RequestIDConfig{
@@ -57,6 +59,9 @@ func New(d Deps) *Server {
 
 // Handler is the http.Handler to serve.
 func (s *Server) Handler() http.Handler { return s.e }
+
+// Files exposes the stored-file index.
+func (s *Server) Files() *files.Store { return s.files }
 
 // Accounts exposes the account service (tests and tools create users with it).
 func (s *Server) Accounts() *account.Service { return s.acct }
@@ -74,6 +79,10 @@ func (s *Server) routes() {
 	e.POST("/api/keys", s.createKey, s.requireSession)
 	e.GET("/api/keys", s.listKeys, s.requireSession)
 	e.DELETE("/api/keys/:id", s.revokeKey, s.requireSession)
+
+	s.hostedRoutes(e)
+	s.batchRoutes(e)
+	s.toolRoutes(e)
 
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]any{"status": "ok"}) })
 	e.GET("/readyz", s.readyz)

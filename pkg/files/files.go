@@ -1,0 +1,367 @@
+// Package files keeps the records of stored results: hosted PDFs and ZIPs,
+// cached documents, batch ZIPs. Every stored file has one opaque ID
+// (DESIGN §4.3) under which all read paths find it; the bytes live in the
+// blob store under BlobKey(ID), the record in the state store.
+package files
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/docrender/docrender/pkg/apierr"
+	"github.com/docrender/docrender/pkg/blob"
+	"github.com/docrender/docrender/pkg/state"
+)
+
+// File is a stored file's record.
+type File struct {
+	ID          string    `json:"id"`
+	OwnerID     string    `json:"ownerId"`
+	Name        string    `json:"name"` // with extension, e.g. invoice.pdf
+	ContentType string    `json:"contentType"`
+	Size        int64     `json:"size"`
+	UserType    string    `json:"userType"` // "guest" or "registered"
+	Hosted      bool      `json:"hosted"`   // counts toward the hosted limit and is listed
+	CreatedAt   time.Time `json:"createdAt"`
+	ExpiresAt   time.Time `json:"expiresAt"`
+	// DocumentID and InputHash are set for cached documents (DESIGN §4.1).
+	DocumentID string `json:"documentId,omitempty"`
+	InputHash  string `json:"inputHash,omitempty"`
+}
+
+// Public reports whether anyone with the ID may read the file.
+func (f *File) Public() bool { return f.UserType != "registered" }
+
+// BlobKey is where a file's bytes live.
+func BlobKey(id string) string { return "files/" + id }
+
+// NewID returns a new unguessable file ID: 128 random bits, URL-safe.
+func NewID() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+var idRe = regexp.MustCompile(`^[A-Za-z0-9_-]{22}$`)
+
+// ValidID reports whether s has the form of a file ID.
+func ValidID(s string) bool { return idRe.MatchString(s) }
+
+// Store is the file index.
+type Store struct {
+	st    state.Store
+	blobs blob.Store
+	now   func() time.Time
+}
+
+// New returns the file index over the state and blob stores.
+func New(st state.Store, blobs blob.Store) *Store {
+	return &Store{st: st, blobs: blobs, now: time.Now}
+}
+
+func recordKey(id string) string        { return "file:" + id }
+func downloadsKey(id string) string     { return "downloads:" + id }
+func hostedIndex(owner string) string   { return "hosted:" + owner }
+func listIndex(owner string) string     { return "filelist:" + owner }
+func cacheKey(owner, doc string) string { return "cache:" + owner + ":" + doc }
+
+const expiryIndex = "files:expiry"
+
+// recordGrace keeps a record a little past expiry so the sweeper finds it.
+const recordGrace = 24 * time.Hour
+
+func ms(t time.Time) float64 { return float64(t.UnixMilli()) }
+
+// ErrNotFound is the 404 for an unknown, expired, deleted or malformed ID.
+func ErrNotFound() *apierr.Error {
+	return apierr.New(http.StatusNotFound, "PDF not found. It may have expired or been deleted.")
+}
+
+// ReserveHosted takes one of the owner's hosted slots for id, atomically
+// (never over limit, also across gateways). Release it if the file is never
+// stored.
+func (s *Store) ReserveHosted(ctx context.Context, owner, id string, expiresAt time.Time, limit int64) error {
+	ok, err := s.st.IndexAddIfBelow(ctx, hostedIndex(owner), id, ms(expiresAt), ms(s.now()), limit)
+	if err != nil {
+		return fmt.Errorf("files: reserve hosted slot: %w", err)
+	}
+	if !ok {
+		return apierr.HostedLimitReached(fmt.Sprintf("The plan's maximum of %d hosted files is reached.", limit))
+	}
+	return nil
+}
+
+// ReleaseHosted frees a slot taken by ReserveHosted.
+func (s *Store) ReleaseHosted(ctx context.Context, owner, id string) error {
+	_, err := s.st.IndexRemove(ctx, hostedIndex(owner), id)
+	return err
+}
+
+// HostedCount counts the owner's live hosted files.
+func (s *Store) HostedCount(ctx context.Context, owner string) (int64, error) {
+	return s.st.IndexCount(ctx, hostedIndex(owner), ms(s.now()), state.MaxScore)
+}
+
+// Put records f, whose bytes are already at BlobKey(f.ID). A hosted file
+// must hold a slot from ReserveHosted.
+func (s *Store) Put(ctx context.Context, f *File) error {
+	b, err := json.Marshal(f)
+	if err != nil {
+		return err
+	}
+	ttl := f.ExpiresAt.Sub(s.now()) + recordGrace
+	if err := s.st.Set(ctx, recordKey(f.ID), b, ttl); err != nil {
+		return fmt.Errorf("files: put: %w", err)
+	}
+	if err := s.st.IndexAdd(ctx, expiryIndex, f.ID, ms(f.ExpiresAt)); err != nil {
+		return fmt.Errorf("files: put: %w", err)
+	}
+	if f.Hosted {
+		if err := s.st.IndexAdd(ctx, listIndex(f.OwnerID), f.ID, ms(f.CreatedAt)); err != nil {
+			return fmt.Errorf("files: put: %w", err)
+		}
+	}
+	return nil
+}
+
+// Get returns a live file; anything else is the 404 of ErrNotFound.
+func (s *Store) Get(ctx context.Context, id string) (*File, error) {
+	if !ValidID(id) {
+		return nil, ErrNotFound()
+	}
+	b, err := s.st.Get(ctx, recordKey(id))
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, ErrNotFound()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("files: get: %w", err)
+	}
+	var f File
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("files: get: %w", err)
+	}
+	if !s.now().Before(f.ExpiresAt) {
+		return nil, ErrNotFound()
+	}
+	return &f, nil
+}
+
+// Authorize checks that viewer (empty: anonymous) may read f (DESIGN §4.4).
+func Authorize(f *File, viewer string) error {
+	if f.Public() || viewer == f.OwnerID {
+		return nil
+	}
+	if viewer == "" {
+		return apierr.Unauth("This PDF is private. Send the owner's API key or session.")
+	}
+	return apierr.New(http.StatusForbidden, "This PDF belongs to another account.")
+}
+
+// CountDownload adds one to the file's download counter.
+func (s *Store) CountDownload(ctx context.Context, f *File) (int64, error) {
+	return s.st.IncrBy(ctx, downloadsKey(f.ID), 1, f.ExpiresAt.Sub(s.now())+recordGrace)
+}
+
+// Downloads is the file's download counter.
+func (s *Store) Downloads(ctx context.Context, id string) (int64, error) {
+	b, err := s.st.Get(ctx, downloadsKey(id))
+	if errors.Is(err, state.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(string(b), 10, 64)
+}
+
+// Delete removes the file everywhere: record, indexes, counter, bytes.
+func (s *Store) Delete(ctx context.Context, f *File) error {
+	if err := s.st.Delete(ctx, recordKey(f.ID), downloadsKey(f.ID)); err != nil {
+		return fmt.Errorf("files: delete: %w", err)
+	}
+	for _, idx := range []string{hostedIndex(f.OwnerID), listIndex(f.OwnerID), expiryIndex} {
+		if _, err := s.st.IndexRemove(ctx, idx, f.ID); err != nil {
+			return fmt.Errorf("files: delete: %w", err)
+		}
+	}
+	if f.DocumentID != "" {
+		if err := s.st.Delete(ctx, cacheKey(f.OwnerID, f.DocumentID)); err != nil {
+			return fmt.Errorf("files: delete: %w", err)
+		}
+	}
+	if err := s.blobs.Delete(ctx, BlobKey(f.ID)); err != nil {
+		return fmt.Errorf("files: delete: %w", err)
+	}
+	return nil
+}
+
+// List returns a page of the owner's live hosted files, newest first, and
+// the number of live hosted files.
+func (s *Store) List(ctx context.Context, owner string, page, limit int) ([]*File, int64, error) {
+	total, err := s.HostedCount(ctx, owner)
+	if err != nil {
+		return nil, 0, err
+	}
+	out := []*File{}
+	skip := (page - 1) * limit
+	// Walk newest first, skipping records that expired but were not swept yet.
+	const batch = 200
+	for off := 0; len(out) < limit; off += batch {
+		ids, err := s.st.IndexRange(ctx, listIndex(owner), state.MinScore, state.MaxScore, off, batch, true)
+		if err != nil {
+			return nil, 0, fmt.Errorf("files: list: %w", err)
+		}
+		for _, id := range ids {
+			f, err := s.Get(ctx, id)
+			if err != nil {
+				continue
+			}
+			if skip > 0 {
+				skip--
+				continue
+			}
+			if len(out) < limit {
+				out = append(out, f)
+			}
+		}
+		if len(ids) < batch {
+			break
+		}
+	}
+	return out, total, nil
+}
+
+// Stats sums the owner's live hosted files.
+type Stats struct {
+	TotalHosted    int64 `json:"totalHosted"`
+	TotalDownloads int64 `json:"totalDownloads"`
+	TotalSize      int64 `json:"totalSize"`
+}
+
+// Stats returns the owner's hosted-file statistics.
+func (s *Store) Stats(ctx context.Context, owner string) (Stats, error) {
+	var st Stats
+	files, _, err := s.List(ctx, owner, 1, math.MaxInt32)
+	if err != nil {
+		return st, err
+	}
+	for _, f := range files {
+		n, err := s.Downloads(ctx, f.ID)
+		if err != nil {
+			return st, err
+		}
+		st.TotalHosted++
+		st.TotalDownloads += n
+		st.TotalSize += f.Size
+	}
+	return st, nil
+}
+
+// Cached is the cache entry for a caller-chosen document ID.
+type Cached struct {
+	FileID    string `json:"fileId"`
+	InputHash string `json:"inputHash"`
+}
+
+// LookupCache returns the live file cached under owner and documentID whose
+// inputs hash to inputHash, or nil.
+func (s *Store) LookupCache(ctx context.Context, owner, documentID, inputHash string) (*File, error) {
+	b, err := s.st.Get(ctx, cacheKey(owner, documentID))
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("files: cache: %w", err)
+	}
+	var c Cached
+	if err := json.Unmarshal(b, &c); err != nil || c.InputHash != inputHash {
+		return nil, nil
+	}
+	f, err := s.Get(ctx, c.FileID)
+	if err != nil {
+		return nil, nil
+	}
+	return f, nil
+}
+
+// PreviousCache returns the file currently cached under documentID (any inputs), or nil.
+func (s *Store) PreviousCache(ctx context.Context, owner, documentID string) *File {
+	b, err := s.st.Get(ctx, cacheKey(owner, documentID))
+	if err != nil {
+		return nil
+	}
+	var c Cached
+	if json.Unmarshal(b, &c) != nil {
+		return nil
+	}
+	f, err := s.Get(ctx, c.FileID)
+	if err != nil {
+		return nil
+	}
+	return f
+}
+
+// SetCache points owner's documentID at f.
+func (s *Store) SetCache(ctx context.Context, f *File) error {
+	b, _ := json.Marshal(Cached{FileID: f.ID, InputHash: f.InputHash})
+	return s.st.Set(ctx, cacheKey(f.OwnerID, f.DocumentID), b, f.ExpiresAt.Sub(s.now()))
+}
+
+// Sweep deletes every file that expired before now, at most max of them,
+// and returns how many it deleted.
+func (s *Store) Sweep(ctx context.Context, max int) (int, error) {
+	ids, err := s.st.IndexRange(ctx, expiryIndex, state.MinScore, ms(s.now()), 0, max, false)
+	if err != nil {
+		return 0, fmt.Errorf("files: sweep: %w", err)
+	}
+	n := 0
+	for _, id := range ids {
+		b, err := s.st.Get(ctx, recordKey(id))
+		if err != nil {
+			// No record left: just the bytes and the index entry.
+			_ = s.blobs.Delete(ctx, BlobKey(id))
+			_, _ = s.st.IndexRemove(ctx, expiryIndex, id)
+			n++
+			continue
+		}
+		var f File
+		if json.Unmarshal(b, &f) == nil {
+			if err := s.Delete(ctx, &f); err != nil {
+				return n, err
+			}
+			n++
+		}
+	}
+	return n, nil
+}
+
+// RunSweeper sweeps every interval until ctx ends.
+func (s *Store) RunSweeper(ctx context.Context, every time.Duration, onErr func(error)) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			for {
+				n, err := s.Sweep(ctx, 500)
+				if err != nil && onErr != nil {
+					onErr(err)
+				}
+				if n < 500 || err != nil {
+					break
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,41 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/docrender/docrender/pkg/blob"
+	"github.com/docrender/docrender/proto/jobspb"
+	"github.com/docrender/docrender/worker/render"
+)
+
+// handleRender renders HTML to PDF. It returns a failure result for what the
+// client must hear about, and an error for what should be retried.
+func (w *Worker) handleRender(ctx context.Context, job *jobspb.Job) (*jobspb.Result, error) {
+	rj := job.GetRender()
+	b, err := render.LoadBundle(ctx, w.blobs, rj.BundlePrefix, rj.Files)
+	if err != nil {
+		if errors.Is(err, blob.ErrNotFound) {
+			// The gateway gave up on the job and cleaned up: nothing to do.
+			return failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, "The uploaded files are gone."), nil
+		}
+		return nil, err
+	}
+	timeout := time.Duration(job.TimeoutMs) * time.Millisecond
+	if timeout <= 0 {
+		timeout = w.cfg.RenderTimeout
+	}
+	pdf, err := w.renderer.Render(ctx, b, rj.Entry, rj.Page, timeout)
+	switch {
+	case errors.Is(err, render.ErrTimeout):
+		return failure(jobspb.ErrorKind_ERROR_KIND_TIMEOUT,
+			fmt.Sprintf("Rendering exceeded the time limit of %s.", timeout)), nil
+	case errors.Is(err, render.ErrPage):
+		return failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, "The HTML could not be rendered."), nil
+	case err != nil:
+		return nil, err
+	}
+	return w.store(ctx, job, pdf)
+}
