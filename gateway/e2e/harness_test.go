@@ -28,6 +28,9 @@ import (
 	"github.com/docrender/docrender/pkg/config"
 )
 
+// configT is the configuration tests edit.
+type configT = config.Config
+
 // service is a running gateway for tests.
 type service struct {
 	URL string

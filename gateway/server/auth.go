@@ -42,7 +42,11 @@ func apiKeyFrom(c echo.Context) (string, bool) {
 		return strings.TrimSpace(k), true
 	}
 	if h := c.Request().Header.Get(echo.HeaderAuthorization); h != "" {
-		return bearer(c), true
+		if b := bearer(c); b != "" {
+			return b, true
+		}
+		// Another scheme (Basic, say) is a malformed key, not a missing one.
+		return h, true
 	}
 	return "", false
 }

@@ -86,9 +86,6 @@ func (s *Server) routes() {
 
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]any{"status": "ok"}) })
 	e.GET("/readyz", s.readyz)
-	e.RouteNotFound("/*", func(c echo.Context) error {
-		return apierr.Newf(http.StatusNotFound, "No route for %s %s.", c.Request().Method, c.Request().URL.Path)
-	})
 }
 
 func (s *Server) readyz(c echo.Context) error {
@@ -149,7 +146,7 @@ func (s *Server) writeError(err error, c echo.Context) {
 	case errors.As(err, &he):
 		switch he.Code {
 		case http.StatusNotFound:
-			ae = apierr.New(http.StatusNotFound, "Not found.")
+			ae = apierr.Newf(http.StatusNotFound, "No route for %s %s.", c.Request().Method, c.Request().URL.Path)
 		case http.StatusMethodNotAllowed:
 			ae = apierr.Newf(http.StatusMethodNotAllowed, "Method %s is not allowed on %s.", c.Request().Method, c.Request().URL.Path)
 		case http.StatusRequestEntityTooLarge:

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -75,7 +76,10 @@ func readUpload(c echo.Context, blobs blob.Store, prefix string) (*upload, error
 			cr := &countingReader{r: part}
 			if err := blobs.Put(ctx, prefix+name, cr, -1); err != nil {
 				part.Close()
-				return u, bodyError(err)
+				if cr.err != nil {
+					return u, bodyError(cr.err)
+				}
+				return u, fmt.Errorf("store upload: %w", err)
 			}
 			mt := part.Header.Get("Content-Type")
 			if mt == "" {
@@ -103,19 +107,15 @@ func readUpload(c echo.Context, blobs blob.Store, prefix string) (*upload, error
 	return u, nil
 }
 
-// bodyError keeps a body-size error recognisable and reports others as 400.
+// bodyError turns a failure to read the request body into its answer: a
+// body over the limit stays recognisable for the 413, anything else the
+// client sent is a malformed body.
 func bodyError(err error) error {
 	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
+	if errors.As(err, &mbe) || errors.Is(err, context.Canceled) {
 		return err
 	}
-	if errors.Is(err, context.Canceled) {
-		return err
-	}
-	if strings.Contains(err.Error(), "multipart") || errors.Is(err, io.ErrUnexpectedEOF) {
-		return apierr.Bad("Malformed multipart body: %v", err)
-	}
-	return err
+	return apierr.Bad("Malformed multipart body: %v", err)
 }
 
 // cleanName turns an uploaded file name into a safe relative path.
@@ -132,14 +132,20 @@ func cleanName(n string) (string, error) {
 	return c, nil
 }
 
+// countingReader counts the bytes of an upload and keeps the client-side
+// read error apart from the store's own.
 type countingReader struct {
-	r io.Reader
-	n int64
+	r   io.Reader
+	n   int64
+	err error
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
+	if err != nil && err != io.EOF {
+		c.err = err
+	}
 	return n, err
 }
 
