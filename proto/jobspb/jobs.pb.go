@@ -440,6 +440,7 @@ type Job struct {
 	//
 	//	*Job_Render
 	//	*Job_Merge
+	//	*Job_Zip
 	Kind          isJob_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -556,6 +557,15 @@ func (x *Job) GetMerge() *MergeJob {
 	return nil
 }
 
+func (x *Job) GetZip() *ZipJob {
+	if x != nil {
+		if x, ok := x.Kind.(*Job_Zip); ok {
+			return x.Zip
+		}
+	}
+	return nil
+}
+
 type isJob_Kind interface {
 	isJob_Kind()
 }
@@ -568,9 +578,141 @@ type Job_Merge struct {
 	Merge *MergeJob `protobuf:"bytes,11,opt,name=merge,proto3,oneof"`
 }
 
+type Job_Zip struct {
+	Zip *ZipJob `protobuf:"bytes,12,opt,name=zip,proto3,oneof"`
+}
+
 func (*Job_Render) isJob_Kind() {}
 
 func (*Job_Merge) isJob_Kind() {}
+
+func (*Job_Zip) isJob_Kind() {}
+
+// ZipJob assembles the PDFs of a finished batch (Job.batch_id) into its ZIP.
+// Everything else it needs is in the batch record in the state store.
+type ZipJob struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ZipJob) Reset() {
+	*x = ZipJob{}
+	mi := &file_jobs_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ZipJob) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ZipJob) ProtoMessage() {}
+
+func (x *ZipJob) ProtoReflect() protoreflect.Message {
+	mi := &file_jobs_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ZipJob.ProtoReflect.Descriptor instead.
+func (*ZipJob) Descriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{5}
+}
+
+// WebhookDelivery is one webhook notification (DESIGN 4.18). It travels on a
+// stream of its own (queue.WebhookStream) whose consumer retries with
+// backoff; body and signature are fixed when it is queued, so every retry
+// sends the same bytes under the same delivery ID.
+type WebhookDelivery struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	DeliveryId    string                 `protobuf:"bytes,1,opt,name=delivery_id,json=deliveryId,proto3" json:"delivery_id,omitempty"`
+	Url           string                 `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	Secret        string                 `protobuf:"bytes,3,opt,name=secret,proto3" json:"secret,omitempty"`
+	Body          []byte                 `protobuf:"bytes,4,opt,name=body,proto3" json:"body,omitempty"`
+	BatchId       string                 `protobuf:"bytes,5,opt,name=batch_id,json=batchId,proto3" json:"batch_id,omitempty"`
+	Event         string                 `protobuf:"bytes,6,opt,name=event,proto3" json:"event,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookDelivery) Reset() {
+	*x = WebhookDelivery{}
+	mi := &file_jobs_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookDelivery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookDelivery) ProtoMessage() {}
+
+func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
+	mi := &file_jobs_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookDelivery.ProtoReflect.Descriptor instead.
+func (*WebhookDelivery) Descriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *WebhookDelivery) GetDeliveryId() string {
+	if x != nil {
+		return x.DeliveryId
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetBody() []byte {
+	if x != nil {
+		return x.Body
+	}
+	return nil
+}
+
+func (x *WebhookDelivery) GetBatchId() string {
+	if x != nil {
+		return x.BatchId
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetEvent() string {
+	if x != nil {
+		return x.Event
+	}
+	return ""
+}
 
 type Result struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -588,7 +730,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_jobs_proto_msgTypes[5]
+	mi := &file_jobs_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -600,7 +742,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[5]
+	mi := &file_jobs_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -613,7 +755,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{5}
+	return file_jobs_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Result) GetJobId() string {
@@ -707,7 +849,7 @@ const file_jobs_proto_rawDesc = "" +
 	"input_keys\x18\x01 \x03(\tR\tinputKeys\x12\x1f\n" +
 	"\vinput_names\x18\x02 \x03(\tR\n" +
 	"inputNames\x12:\n" +
-	"\twatermark\x18\x03 \x01(\v2\x1c.docrender.jobs.v1.WatermarkR\twatermark\"\xe7\x02\n" +
+	"\twatermark\x18\x03 \x01(\v2\x1c.docrender.jobs.v1.WatermarkR\twatermark\"\x96\x03\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -724,8 +866,18 @@ const file_jobs_proto_rawDesc = "" +
 	"timeout_ms\x18\b \x01(\x03R\ttimeoutMs\x126\n" +
 	"\x06render\x18\n" +
 	" \x01(\v2\x1c.docrender.jobs.v1.RenderJobH\x00R\x06render\x123\n" +
-	"\x05merge\x18\v \x01(\v2\x1b.docrender.jobs.v1.MergeJobH\x00R\x05mergeB\x06\n" +
-	"\x04kind\"\x86\x02\n" +
+	"\x05merge\x18\v \x01(\v2\x1b.docrender.jobs.v1.MergeJobH\x00R\x05merge\x12-\n" +
+	"\x03zip\x18\f \x01(\v2\x19.docrender.jobs.v1.ZipJobH\x00R\x03zipB\x06\n" +
+	"\x04kind\"\b\n" +
+	"\x06ZipJob\"\xa1\x01\n" +
+	"\x0fWebhookDelivery\x12\x1f\n" +
+	"\vdelivery_id\x18\x01 \x01(\tR\n" +
+	"deliveryId\x12\x10\n" +
+	"\x03url\x18\x02 \x01(\tR\x03url\x12\x16\n" +
+	"\x06secret\x18\x03 \x01(\tR\x06secret\x12\x12\n" +
+	"\x04body\x18\x04 \x01(\fR\x04body\x12\x19\n" +
+	"\bbatch_id\x18\x05 \x01(\tR\abatchId\x12\x14\n" +
+	"\x05event\x18\x06 \x01(\tR\x05event\"\x86\x02\n" +
 	"\x06Result\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12;\n" +
 	"\n" +
@@ -757,15 +909,17 @@ func file_jobs_proto_rawDescGZIP() []byte {
 }
 
 var file_jobs_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_jobs_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_jobs_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_jobs_proto_goTypes = []any{
-	(ErrorKind)(0),    // 0: docrender.jobs.v1.ErrorKind
-	(*Page)(nil),      // 1: docrender.jobs.v1.Page
-	(*Watermark)(nil), // 2: docrender.jobs.v1.Watermark
-	(*RenderJob)(nil), // 3: docrender.jobs.v1.RenderJob
-	(*MergeJob)(nil),  // 4: docrender.jobs.v1.MergeJob
-	(*Job)(nil),       // 5: docrender.jobs.v1.Job
-	(*Result)(nil),    // 6: docrender.jobs.v1.Result
+	(ErrorKind)(0),          // 0: docrender.jobs.v1.ErrorKind
+	(*Page)(nil),            // 1: docrender.jobs.v1.Page
+	(*Watermark)(nil),       // 2: docrender.jobs.v1.Watermark
+	(*RenderJob)(nil),       // 3: docrender.jobs.v1.RenderJob
+	(*MergeJob)(nil),        // 4: docrender.jobs.v1.MergeJob
+	(*Job)(nil),             // 5: docrender.jobs.v1.Job
+	(*ZipJob)(nil),          // 6: docrender.jobs.v1.ZipJob
+	(*WebhookDelivery)(nil), // 7: docrender.jobs.v1.WebhookDelivery
+	(*Result)(nil),          // 8: docrender.jobs.v1.Result
 }
 var file_jobs_proto_depIdxs = []int32{
 	1, // 0: docrender.jobs.v1.RenderJob.page:type_name -> docrender.jobs.v1.Page
@@ -773,12 +927,13 @@ var file_jobs_proto_depIdxs = []int32{
 	2, // 2: docrender.jobs.v1.MergeJob.watermark:type_name -> docrender.jobs.v1.Watermark
 	3, // 3: docrender.jobs.v1.Job.render:type_name -> docrender.jobs.v1.RenderJob
 	4, // 4: docrender.jobs.v1.Job.merge:type_name -> docrender.jobs.v1.MergeJob
-	0, // 5: docrender.jobs.v1.Result.error_kind:type_name -> docrender.jobs.v1.ErrorKind
-	6, // [6:6] is the sub-list for method output_type
-	6, // [6:6] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	6, // 5: docrender.jobs.v1.Job.zip:type_name -> docrender.jobs.v1.ZipJob
+	0, // 6: docrender.jobs.v1.Result.error_kind:type_name -> docrender.jobs.v1.ErrorKind
+	7, // [7:7] is the sub-list for method output_type
+	7, // [7:7] is the sub-list for method input_type
+	7, // [7:7] is the sub-list for extension type_name
+	7, // [7:7] is the sub-list for extension extendee
+	0, // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_jobs_proto_init() }
@@ -789,6 +944,7 @@ func file_jobs_proto_init() {
 	file_jobs_proto_msgTypes[4].OneofWrappers = []any{
 		(*Job_Render)(nil),
 		(*Job_Merge)(nil),
+		(*Job_Zip)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -796,7 +952,7 @@ func file_jobs_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jobs_proto_rawDesc), len(file_jobs_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   6,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
