@@ -5,6 +5,7 @@
 package files
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -24,7 +25,11 @@ import (
 
 // File is a stored file's record.
 type File struct {
-	ID          string    `json:"id"`
+	ID string `json:"id"`
+	// RecordID is the record's own identifier (spec 2.3 "id"), distinct from
+	// the public file ID so the record can be referred to without granting
+	// access to the bytes.
+	RecordID    string    `json:"recordId"`
 	OwnerID     string    `json:"ownerId"`
 	Name        string    `json:"name"` // with extension, e.g. invoice.pdf
 	ContentType string    `json:"contentType"`
@@ -79,7 +84,18 @@ const expiryIndex = "files:expiry"
 // recordGrace keeps a record a little past expiry so the sweeper finds it.
 const recordGrace = 24 * time.Hour
 
+// keepFor is how long a state entry about a file expiring at exp must live:
+// past the expiry by the grace, and never zero or negative, which the stores
+// read as "forever" (or "keep the old TTL" in go-redis).
+func (s *Store) keepFor(exp time.Time) time.Duration {
+	return max(exp.Sub(s.now())+recordGrace, time.Second)
+}
+
 func ms(t time.Time) float64 { return float64(t.UnixMilli()) }
+
+// liveFloor is the lowest expiry score of a live file: one expiring exactly
+// now is gone already, as Get says.
+func (s *Store) liveFloor() float64 { return ms(s.now()) + 1 }
 
 // ErrNotFound is the 404 for an unknown, expired, deleted or malformed ID.
 func ErrNotFound() *apierr.Error {
@@ -90,7 +106,7 @@ func ErrNotFound() *apierr.Error {
 // (never over limit, also across gateways). Release it if the file is never
 // stored.
 func (s *Store) ReserveHosted(ctx context.Context, owner, id string, expiresAt time.Time, limit int64) error {
-	ok, err := s.st.IndexAddIfBelow(ctx, hostedIndex(owner), id, ms(expiresAt), ms(s.now()), limit)
+	ok, err := s.st.IndexAddIfBelow(ctx, hostedIndex(owner), id, ms(expiresAt), s.liveFloor(), limit)
 	if err != nil {
 		return fmt.Errorf("files: reserve hosted slot: %w", err)
 	}
@@ -108,18 +124,30 @@ func (s *Store) ReleaseHosted(ctx context.Context, owner, id string) error {
 
 // HostedCount counts the owner's live hosted files.
 func (s *Store) HostedCount(ctx context.Context, owner string) (int64, error) {
-	return s.st.IndexCount(ctx, hostedIndex(owner), ms(s.now()), state.MaxScore)
+	return s.st.IndexCount(ctx, hostedIndex(owner), s.liveFloor(), state.MaxScore)
+}
+
+// Track puts id into the expiry index before its bytes are written, so bytes
+// of a render whose answer never arrived (gateway gone, wait timed out) are
+// still swept once exp passes.
+func (s *Store) Track(ctx context.Context, id string, exp time.Time) error {
+	if err := s.st.IndexAdd(ctx, expiryIndex, id, ms(exp)); err != nil {
+		return fmt.Errorf("files: track: %w", err)
+	}
+	return nil
 }
 
 // Put records f, whose bytes are already at BlobKey(f.ID). A hosted file
 // must hold a slot from ReserveHosted.
 func (s *Store) Put(ctx context.Context, f *File) error {
+	if f.RecordID == "" {
+		f.RecordID = NewID()
+	}
 	b, err := json.Marshal(f)
 	if err != nil {
-		return err
+		return fmt.Errorf("files: put: %w", err)
 	}
-	ttl := f.ExpiresAt.Sub(s.now()) + recordGrace
-	if err := s.st.Set(ctx, recordKey(f.ID), b, ttl); err != nil {
+	if err := s.st.Set(ctx, recordKey(f.ID), b, s.keepFor(f.ExpiresAt)); err != nil {
 		return fmt.Errorf("files: put: %w", err)
 	}
 	if err := s.st.IndexAdd(ctx, expiryIndex, f.ID, ms(f.ExpiresAt)); err != nil {
@@ -168,7 +196,11 @@ func Authorize(f *File, viewer string) error {
 
 // CountDownload adds one to the file's download counter.
 func (s *Store) CountDownload(ctx context.Context, f *File) (int64, error) {
-	return s.st.IncrBy(ctx, downloadsKey(f.ID), 1, f.ExpiresAt.Sub(s.now())+recordGrace)
+	n, err := s.st.IncrBy(ctx, downloadsKey(f.ID), 1, s.keepFor(f.ExpiresAt))
+	if err != nil {
+		return 0, fmt.Errorf("files: count download: %w", err)
+	}
+	return n, nil
 }
 
 // Downloads is the file's download counter.
@@ -178,28 +210,49 @@ func (s *Store) Downloads(ctx context.Context, id string) (int64, error) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("files: downloads: %w", err)
 	}
 	return strconv.ParseInt(string(b), 10, 64)
 }
 
-// Delete removes the file everywhere: record, indexes, counter, bytes.
+// Delete removes the file everywhere: record, indexes, counter, cache entry,
+// bytes. The record goes first so every read path answers 404 at once; the
+// expiry-index entry goes last, so bytes whose deletion failed are retried
+// by the sweeper (which deletes bytes of IDs without a record).
 func (s *Store) Delete(ctx context.Context, f *File) error {
 	if err := s.st.Delete(ctx, recordKey(f.ID), downloadsKey(f.ID)); err != nil {
 		return fmt.Errorf("files: delete: %w", err)
 	}
-	for _, idx := range []string{hostedIndex(f.OwnerID), listIndex(f.OwnerID), expiryIndex} {
+	for _, idx := range []string{hostedIndex(f.OwnerID), listIndex(f.OwnerID)} {
 		if _, err := s.st.IndexRemove(ctx, idx, f.ID); err != nil {
 			return fmt.Errorf("files: delete: %w", err)
 		}
 	}
-	if f.DocumentID != "" {
-		if err := s.st.Delete(ctx, cacheKey(f.OwnerID, f.DocumentID)); err != nil {
-			return fmt.Errorf("files: delete: %w", err)
-		}
+	if err := s.dropCache(ctx, f); err != nil {
+		return err
 	}
 	if err := s.blobs.Delete(ctx, BlobKey(f.ID)); err != nil {
 		return fmt.Errorf("files: delete: %w", err)
+	}
+	if _, err := s.st.IndexRemove(ctx, expiryIndex, f.ID); err != nil {
+		return fmt.Errorf("files: delete: %w", err)
+	}
+	return nil
+}
+
+// dropCache removes f's cache entry, but only while it still points at f:
+// when a document is regenerated the entry already names the new file, and
+// deleting (or sweeping) the old one must not forget the new one.
+func (s *Store) dropCache(ctx context.Context, f *File) error {
+	if f.DocumentID == "" {
+		return nil
+	}
+	c, err := s.cached(ctx, f.OwnerID, f.DocumentID)
+	if err != nil || c == nil || c.FileID != f.ID {
+		return err
+	}
+	if err := s.st.Delete(ctx, cacheKey(f.OwnerID, f.DocumentID)); err != nil {
+		return fmt.Errorf("files: delete cache entry: %w", err)
 	}
 	return nil
 }
@@ -272,9 +325,8 @@ type Cached struct {
 	InputHash string `json:"inputHash"`
 }
 
-// LookupCache returns the live file cached under owner and documentID whose
-// inputs hash to inputHash, or nil.
-func (s *Store) LookupCache(ctx context.Context, owner, documentID, inputHash string) (*File, error) {
+// cached reads the cache entry of owner's documentID; nil when absent or unreadable.
+func (s *Store) cached(ctx context.Context, owner, documentID string) (*Cached, error) {
 	b, err := s.st.Get(ctx, cacheKey(owner, documentID))
 	if errors.Is(err, state.ErrNotFound) {
 		return nil, nil
@@ -283,85 +335,124 @@ func (s *Store) LookupCache(ctx context.Context, owner, documentID, inputHash st
 		return nil, fmt.Errorf("files: cache: %w", err)
 	}
 	var c Cached
-	if err := json.Unmarshal(b, &c); err != nil || c.InputHash != inputHash {
-		return nil, nil
-	}
-	f, err := s.Get(ctx, c.FileID)
-	if err != nil {
-		return nil, nil
-	}
-	return f, nil
-}
-
-// PreviousCache returns the file currently cached under documentID (any inputs), or nil.
-func (s *Store) PreviousCache(ctx context.Context, owner, documentID string) *File {
-	b, err := s.st.Get(ctx, cacheKey(owner, documentID))
-	if err != nil {
-		return nil
-	}
-	var c Cached
 	if json.Unmarshal(b, &c) != nil {
-		return nil
+		return nil, nil
 	}
-	f, err := s.Get(ctx, c.FileID)
-	if err != nil {
-		return nil
-	}
-	return f
+	return &c, nil
 }
 
-// SetCache points owner's documentID at f.
+// LookupCache returns the live file cached under owner and documentID whose
+// inputs hash to inputHash, or nil.
+func (s *Store) LookupCache(ctx context.Context, owner, documentID, inputHash string) (*File, error) {
+	c, err := s.cached(ctx, owner, documentID)
+	if err != nil || c == nil || c.InputHash != inputHash {
+		return nil, err
+	}
+	return s.liveOrNil(ctx, c.FileID)
+}
+
+// PreviousCache returns the live file currently cached under documentID
+// (whatever its inputs), or nil.
+func (s *Store) PreviousCache(ctx context.Context, owner, documentID string) (*File, error) {
+	c, err := s.cached(ctx, owner, documentID)
+	if err != nil || c == nil {
+		return nil, err
+	}
+	return s.liveOrNil(ctx, c.FileID)
+}
+
+// liveOrNil is Get with "gone" as nil rather than an error.
+func (s *Store) liveOrNil(ctx context.Context, id string) (*File, error) {
+	f, err := s.Get(ctx, id)
+	var ae *apierr.Error
+	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+		return nil, nil
+	}
+	return f, err
+}
+
+// SetCache points f's owner's f.DocumentID at f.
 func (s *Store) SetCache(ctx context.Context, f *File) error {
-	b, _ := json.Marshal(Cached{FileID: f.ID, InputHash: f.InputHash})
-	return s.st.Set(ctx, cacheKey(f.OwnerID, f.DocumentID), b, f.ExpiresAt.Sub(s.now()))
+	b, err := json.Marshal(Cached{FileID: f.ID, InputHash: f.InputHash})
+	if err != nil {
+		return fmt.Errorf("files: set cache: %w", err)
+	}
+	if err := s.st.Set(ctx, cacheKey(f.OwnerID, f.DocumentID), b, s.keepFor(f.ExpiresAt)); err != nil {
+		return fmt.Errorf("files: set cache: %w", err)
+	}
+	return nil
 }
 
 // Sweep deletes every file that expired before now, at most max of them,
 // and returns how many it deleted.
-func (s *Store) Sweep(ctx context.Context, max int) (int, error) {
-	ids, err := s.st.IndexRange(ctx, expiryIndex, state.MinScore, ms(s.now()), 0, max, false)
+// One file that cannot be deleted does not stop the others: the first error
+// is returned after the rest were tried.
+func (s *Store) Sweep(ctx context.Context, limit int) (int, error) {
+	ids, err := s.st.IndexRange(ctx, expiryIndex, state.MinScore, ms(s.now()), 0, limit, false)
 	if err != nil {
 		return 0, fmt.Errorf("files: sweep: %w", err)
 	}
 	n := 0
+	var first error
 	for _, id := range ids {
-		b, err := s.st.Get(ctx, recordKey(id))
-		if err != nil {
-			// No record left: just the bytes and the index entry.
-			_ = s.blobs.Delete(ctx, BlobKey(id))
-			_, _ = s.st.IndexRemove(ctx, expiryIndex, id)
-			n++
+		if err := s.sweepOne(ctx, id); err != nil {
+			first = cmp.Or(first, err)
 			continue
 		}
-		var f File
-		if json.Unmarshal(b, &f) == nil {
-			if err := s.Delete(ctx, &f); err != nil {
-				return n, err
-			}
-			n++
-		}
+		n++
 	}
-	return n, nil
+	return n, first
 }
 
-// RunSweeper sweeps every interval until ctx ends.
+// sweepOne deletes one expired file. Without a readable record (a render
+// that was never recorded, a record past its grace) only the bytes and the
+// index entry are left to delete.
+func (s *Store) sweepOne(ctx context.Context, id string) error {
+	b, err := s.st.Get(ctx, recordKey(id))
+	if err != nil && !errors.Is(err, state.ErrNotFound) {
+		return fmt.Errorf("files: sweep %s: %w", id, err)
+	}
+	var f File
+	if err == nil && json.Unmarshal(b, &f) == nil && f.ID == id {
+		return s.Delete(ctx, &f)
+	}
+	if err := s.blobs.Delete(ctx, BlobKey(id)); err != nil {
+		return fmt.Errorf("files: sweep %s: %w", id, err)
+	}
+	if err := s.st.Delete(ctx, recordKey(id), downloadsKey(id)); err != nil {
+		return fmt.Errorf("files: sweep %s: %w", id, err)
+	}
+	if _, err := s.st.IndexRemove(ctx, expiryIndex, id); err != nil {
+		return fmt.Errorf("files: sweep %s: %w", id, err)
+	}
+	return nil
+}
+
+// RunSweeper sweeps at once (files may have expired while no process ran)
+// and then every interval until ctx ends.
 func (s *Store) RunSweeper(ctx context.Context, every time.Duration, onErr func(error)) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
+		s.sweepAll(ctx, onErr)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			for {
-				n, err := s.Sweep(ctx, 500)
-				if err != nil && onErr != nil {
-					onErr(err)
-				}
-				if n < 500 || err != nil {
-					break
-				}
-			}
+		}
+	}
+}
+
+// sweepAll sweeps in rounds until a round finds less than a full batch.
+func (s *Store) sweepAll(ctx context.Context, onErr func(error)) {
+	const batch = 500
+	for ctx.Err() == nil {
+		n, err := s.Sweep(ctx, batch)
+		if err != nil && onErr != nil && ctx.Err() == nil {
+			onErr(err)
+		}
+		if n < batch || err != nil {
+			return
 		}
 	}
 }
