@@ -14,6 +14,7 @@ import (
 	"github.com/docrender/docrender/pkg/config"
 	"github.com/docrender/docrender/pkg/netguard"
 	"github.com/docrender/docrender/pkg/queue"
+	"github.com/docrender/docrender/pkg/state"
 	"github.com/docrender/docrender/proto/jobspb"
 	"github.com/docrender/docrender/worker/browser"
 	"github.com/docrender/docrender/worker/egress"
@@ -29,10 +30,13 @@ type Worker struct {
 	proxy    *egress.Proxy
 	pool     *browser.Pool
 	renderer *render.Renderer
+	// batch is nil on a worker without a shared state store.
+	batch *batchSupport
 }
 
-// New starts the egress proxy and Chromium.
-func New(ctx context.Context, cfg config.Config, q *queue.Conn, blobs blob.Store, log *slog.Logger) (*Worker, error) {
+// New starts the egress proxy and Chromium. st is the state store shared
+// with the gateways (batch progress); nil disables batch jobs.
+func New(ctx context.Context, cfg config.Config, q *queue.Conn, blobs blob.Store, st state.Store, log *slog.Logger) (*Worker, error) {
 	proxy, err := egress.Start(netguard.New(cfg.RenderAllowHosts), log)
 	if err != nil {
 		return nil, fmt.Errorf("worker: egress proxy: %w", err)
@@ -44,15 +48,17 @@ func New(ctx context.Context, cfg config.Config, q *queue.Conn, blobs blob.Store
 	}
 	w := &Worker{cfg: cfg, q: q, blobs: blobs, log: log, proxy: proxy, pool: pool}
 	w.renderer = &render.Renderer{Blobs: blobs, Pool: pool, Proxy: proxy}
+	w.batch = newBatchSupport(st, w)
 	return w, nil
 }
 
 // Pool exposes the browser pool (readiness checks, tests).
 func (w *Worker) Pool() *browser.Pool { return w.pool }
 
-// Run consumes jobs until ctx ends, then finishes the jobs in hand.
+// Run consumes jobs (and webhook deliveries) until ctx ends, then finishes
+// the jobs in hand.
 func (w *Worker) Run(ctx context.Context) error {
-	return w.q.Consume(ctx, w.cfg.Workers, w.Handle)
+	return w.runWithWebhooks(ctx)
 }
 
 // Close stops Chromium and the proxy.
@@ -74,7 +80,13 @@ func (w *Worker) Handle(ctx context.Context, job *jobspb.Job, d queue.Delivery) 
 	var err error
 	switch job.Kind.(type) {
 	case *jobspb.Job_Render:
-		res, err = w.handleRender(ctx, job)
+		if job.BatchId != "" {
+			res, err = w.handleBatchDoc(ctx, job, d)
+		} else {
+			res, err = w.handleRender(ctx, job)
+		}
+	case *jobspb.Job_Zip:
+		res, err = w.handleZip(ctx, job, d)
 	default:
 		return failure(jobspb.ErrorKind_ERROR_KIND_BAD_INPUT, "Unknown job kind."), nil
 	}

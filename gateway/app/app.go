@@ -71,7 +71,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, er
 	}
 	ready := map[string]func(context.Context) error{}
 	if cfg.Embedded() {
-		if a.Worker, err = worker.New(ctx, cfg, a.queue, a.blobs, log.With("component", "worker")); err != nil {
+		if a.Worker, err = worker.New(ctx, cfg, a.queue, a.blobs, a.state, log.With("component", "worker")); err != nil {
 			return nil, err
 		}
 		ready["browser"] = a.Worker.Pool().Ready

@@ -1,7 +1,427 @@
 package server
 
-import "github.com/labstack/echo/v4"
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/docrender/docrender/gateway/account"
+	"github.com/docrender/docrender/pkg/apierr"
+	"github.com/docrender/docrender/pkg/batch"
+	"github.com/docrender/docrender/pkg/files"
+	"github.com/docrender/docrender/pkg/netguard"
+	"github.com/docrender/docrender/pkg/pdfopts"
+	"github.com/docrender/docrender/proto/jobspb"
+)
+
+// Timing of the waits on a batch. Progress is read from the state store,
+// so any gateway can answer for any batch.
+const (
+	// sseInterval is the progress stream's cadence (spec 4.5, §8).
+	sseInterval = 500 * time.Millisecond
+	// syncPoll is how often a waiting non-stream request looks at its batch.
+	syncPoll = 200 * time.Millisecond
+	// syncMaxWait bounds a non-stream request; the batch itself goes on.
+	syncMaxWait = 2 * time.Hour
+	// inputWriters is how many document inputs are written to the blob store at once.
+	inputWriters = 8
+	// sseMaxFailures ends a progress stream whose state store stopped answering.
+	sseMaxFailures = 10
+)
+
+// batchAPI serves batch generation and its progress (spec 4.3-4.5, §6).
+type batchAPI struct {
+	s       *Server
+	tracker *batch.Tracker
+	// hooks checks webhook URLs against DOCRENDER_WEBHOOK_ALLOW_HOSTS at submission.
+	hooks *netguard.Policy
+}
 
 // batchRoutes are batch generation and its progress (spec 4.3-4.5).
 func (s *Server) batchRoutes(e *echo.Echo) {
+	b := &batchAPI{
+		s:       s,
+		tracker: batch.New(s.State, s.Queue, s.files, s.Blobs, s.Log.With("component", "batch")),
+		hooks:   netguard.New(s.Config.WebhookAllowHosts),
+	}
+	e.POST("/pdf/generate-batch", b.generate, s.requireKey)
+	e.GET("/pdf/progress/:batchId", b.progress, s.requireKey)
+	e.GET("/pdf/progress/:batchId/stream", b.stream, s.requireKey)
+}
+
+// batchRequest is the body of POST /pdf/generate-batch.
+type batchRequest struct {
+	Documents []batchDocument `json:"documents"`
+	BatchName *string         `json:"batchName"`
+	Options   json.RawMessage `json:"options"`
+	Stream    *bool           `json:"stream"`
+	Host      *bool           `json:"host"`
+	Webhook   *batch.Webhook  `json:"webhook"`
+}
+
+type batchDocument struct {
+	FileName    *string `json:"fileName"`
+	HTMLContent *string `json:"htmlContent"`
+}
+
+// batchPlan is a validated batch request.
+type batchPlan struct {
+	fileNames []string
+	html      []string
+	name      string
+	opts      pdfopts.Options
+	stream    bool
+	host      bool
+	webhook   *batch.Webhook
+}
+
+// parseBatch validates the whole request, every document included, before
+// anything is reserved or queued.
+func (b *batchAPI) parseBatch(c echo.Context, u *account.User) (*batchPlan, error) {
+	var req batchRequest
+	if err := readJSON(c, &req); err != nil {
+		return nil, err
+	}
+	if len(req.Documents) == 0 {
+		return nil, apierr.Invalid("documents", "must be a non-empty array of {fileName, htmlContent}")
+	}
+	plan := b.s.acct.Plan(u.Plan)
+	if len(req.Documents) > plan.MaxBatch {
+		return nil, apierr.Invalid("documents", fmt.Sprintf("at most %d documents per batch on the %s plan (got %d)",
+			plan.MaxBatch, plan.Name, len(req.Documents))).WithHint("Split the batch, or change plan.")
+	}
+	p := &batchPlan{stream: req.Stream != nil && *req.Stream}
+	if err := p.readDocuments(req.Documents); err != nil {
+		return nil, err
+	}
+	var err error
+	if p.name, err = batchName(req.BatchName); err != nil {
+		return nil, err
+	}
+	if err := p.readOptions(req.Options); err != nil {
+		return nil, err
+	}
+	p.host = p.opts.Host || (req.Host != nil && *req.Host)
+	if req.Webhook != nil {
+		p.webhook = req.Webhook
+	}
+	if p.webhook != nil {
+		if err := b.checkWebhook(c.Request().Context(), p.webhook); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+func (p *batchPlan) readDocuments(docs []batchDocument) error {
+	p.fileNames = make([]string, len(docs))
+	p.html = make([]string, len(docs))
+	for i, d := range docs {
+		field := fmt.Sprintf("documents[%d]", i)
+		if d.FileName == nil || strings.TrimSpace(*d.FileName) == "" {
+			return apierr.Invalid(field+".fileName", "is required")
+		}
+		name, err := pdfopts.FileName(d.FileName, "")
+		if err != nil {
+			var ae *apierr.Error
+			if errors.As(err, &ae) {
+				return apierr.Invalid(field+".fileName", strings.TrimPrefix(ae.Message, "Invalid value for fileName: "))
+			}
+			return err
+		}
+		if d.HTMLContent == nil || strings.TrimSpace(*d.HTMLContent) == "" {
+			return apierr.Invalid(field+".htmlContent", "is required")
+		}
+		p.fileNames[i], p.html[i] = name, *d.HTMLContent
+	}
+	return nil
+}
+
+// readOptions validates the options applied to every document (spec 2.1).
+// A webhook may also be given inside options.
+func (p *batchPlan) readOptions(raw json.RawMessage) error {
+	var r pdfopts.Raw
+	var extra struct {
+		Webhook *batch.Webhook `json:"webhook"`
+	}
+	if len(raw) > 0 && string(raw) != "null" {
+		if err := pdfopts.Decode(raw, &r); err != nil {
+			return err
+		}
+		if err := pdfopts.Decode(raw, &extra); err != nil {
+			return err
+		}
+	}
+	var err error
+	if p.opts, err = r.Validate("document"); err != nil {
+		return err
+	}
+	p.webhook = extra.Webhook
+	return nil
+}
+
+// batchName is the ZIP's name without .zip; default batch-<unix ms> (spec 4.3).
+func batchName(raw *string) (string, error) {
+	if raw == nil || strings.TrimSpace(*raw) == "" {
+		return batch.DefaultName(time.Now()), nil
+	}
+	n := strings.TrimSpace(*raw)
+	n = strings.TrimSuffix(strings.TrimSuffix(n, ".zip"), ".ZIP")
+	name, err := pdfopts.FileName(&n, "")
+	if err != nil {
+		return "", apierr.Invalid("batchName", "must be a usable file name of at most 200 characters")
+	}
+	return name, nil
+}
+
+func (b *batchAPI) checkWebhook(ctx context.Context, w *batch.Webhook) error {
+	if strings.TrimSpace(w.URL) == "" {
+		return apierr.Invalid("webhook.url", "is required")
+	}
+	if len(w.Secret) > 512 {
+		return apierr.Invalid("webhook.secret", "at most 512 characters")
+	}
+	return batch.CheckWebhookURL(ctx, strings.TrimSpace(w.URL), b.hooks)
+}
+
+// generate is POST /pdf/generate-batch (spec 4.3).
+func (b *batchAPI) generate(c echo.Context) error {
+	u := currentUser(c)
+	p, err := b.parseBatch(c, u)
+	if err != nil {
+		return err
+	}
+	rec, err := b.start(c, u, p)
+	if err != nil {
+		return err
+	}
+	logger(c).Info("batch started", "batch_id", rec.ID, "documents", rec.Total, "stream", p.stream, "host", p.host)
+	if p.stream {
+		return c.JSON(http.StatusOK, map[string]any{
+			"batchId": rec.ID,
+			"total":   rec.Total,
+			"message": "Batch processing started. Track progress at " + rec.BaseURL + "/pdf/progress/" + rec.ID,
+		})
+	}
+	return b.answerWhenDone(c, rec)
+}
+
+// usageKey is the conversion counter account.ReserveConversions charges
+// (package account keeps it unexported): the batch gives failed documents
+// back to it from the worker. The batch e2e tests check the give-back.
+func usageKey(u *account.User, now time.Time) string {
+	return "usage:" + u.ID + ":" + account.Period(now)
+}
+
+// start reserves the batch's conversions (and hosted slot), stores its
+// inputs and record and queues one render job per document. A failure
+// before the jobs are queued gives everything back.
+func (b *batchAPI) start(c echo.Context, u *account.User, p *batchPlan) (*batch.Record, error) {
+	ctx := c.Request().Context()
+	now := time.Now().UTC()
+	plan := b.s.acct.Plan(u.Plan)
+	id := files.NewID()
+	rec := &batch.Record{
+		ID: id, OwnerID: u.ID, RequestID: requestID(c), Name: p.name, Total: len(p.html),
+		Host: p.host, UserType: p.opts.UserType, ZipID: id, BaseURL: b.s.Config.BaseURL,
+		UsageKey: usageKey(u, now), Retention: plan.Retention, CreatedAt: now, Webhook: p.webhook,
+	}
+	if p.host {
+		rec.ZipID, rec.HostedExpiresAt = files.NewID(), now.Add(plan.Retention)
+	}
+	if err := b.s.acct.ReserveConversions(ctx, u, int64(rec.Total)); err != nil {
+		return nil, err
+	}
+	undo := func() {
+		bg := context.WithoutCancel(ctx)
+		_ = b.s.acct.ReleaseConversions(bg, u, int64(rec.Total))
+		if p.host {
+			_ = b.s.files.ReleaseHosted(bg, u.ID, rec.ZipID)
+		}
+		b.s.cleanup(batch.Prefix(id))
+	}
+	if p.host {
+		if err := b.s.files.ReserveHosted(ctx, u.ID, rec.ZipID, rec.HostedExpiresAt, plan.Hosted); err != nil {
+			_ = b.s.acct.ReleaseConversions(context.WithoutCancel(ctx), u, int64(rec.Total))
+			return nil, err
+		}
+	}
+	if err := b.writeInputs(ctx, id, p.html); err != nil {
+		undo()
+		return nil, fmt.Errorf("batch inputs: %w", err)
+	}
+	if err := b.tracker.Create(ctx, rec, batch.EntryNames(p.fileNames)); err != nil {
+		undo()
+		return nil, err
+	}
+	if err := b.publish(ctx, c, rec, p); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// writeInputs stores each document's HTML as the index.html of its own bundle.
+func (b *batchAPI) writeInputs(ctx context.Context, id string, html []string) error {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	sem := make(chan struct{}, inputWriters)
+	for i, h := range html {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			err := b.s.Blobs.Put(ctx, batch.InputPrefix(id, i)+"index.html", strings.NewReader(h), int64(len(h)))
+			if err != nil {
+				mu.Lock()
+				first = errors.Join(first, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+// publish queues one render job per document. If the queue refuses one,
+// the batch fails at once: the queued documents will be skipped, and the
+// conversions of the rest are given back here.
+func (b *batchAPI) publish(ctx context.Context, c echo.Context, rec *batch.Record, p *batchPlan) error {
+	for i := range rec.Total {
+		job := &jobspb.Job{
+			// Deterministic: a publish retried after a lost ack is deduplicated.
+			Id:         rec.ID + "-" + strconv.Itoa(i),
+			RequestId:  rec.RequestID,
+			AccountId:  rec.OwnerID,
+			BatchId:    rec.ID,
+			BatchIndex: int32(i),
+			OutputKey:  batch.PDFKey(rec.ID, i),
+			TimeoutMs:  b.s.Config.RenderTimeout.Milliseconds(),
+			Kind: &jobspb.Job_Render{Render: &jobspb.RenderJob{
+				BundlePrefix: batch.InputPrefix(rec.ID, i), Files: []string{"index.html"}, Entry: "index.html",
+				Page: p.opts.Page, Watermark: p.opts.Watermark,
+			}},
+		}
+		if err := b.s.Queue.Publish(ctx, job); err != nil {
+			bg := context.WithoutCancel(ctx)
+			logger(c).Error("queuing a batch failed", "batch_id", rec.ID, "queued", i, "err", err)
+			if _, ferr := b.tracker.Fail(bg, rec, fmt.Sprintf("The batch could not be queued (%d of %d documents queued).", i, rec.Total)); ferr != nil {
+				logger(c).Error("failing the batch failed", "batch_id", rec.ID, "err", ferr)
+			}
+			if rerr := b.tracker.ReleaseUnqueued(bg, rec, i); rerr != nil {
+				logger(c).Error("giving back unqueued documents failed", "batch_id", rec.ID, "err", rerr)
+			}
+			return queueError(err)
+		}
+	}
+	return nil
+}
+
+// waitDone polls the batch until it ends or ctx does.
+func (b *batchAPI) waitDone(ctx context.Context, rec *batch.Record) (batch.Progress, error) {
+	ctx, cancel := context.WithTimeout(ctx, syncMaxWait)
+	defer cancel()
+	t := time.NewTicker(syncPoll)
+	defer t.Stop()
+	for {
+		p, err := b.tracker.Progress(ctx, rec)
+		if err == nil && p.Terminal() {
+			return p, nil
+		}
+		if err != nil && ctx.Err() == nil {
+			b.s.Log.Warn("reading batch progress failed", "batch_id", rec.ID, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return batch.Progress{}, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// answerWhenDone answers a non-stream batch once it ended: the ZIP itself,
+// or with host the hosted ZIP result (spec 2.7).
+func (b *batchAPI) answerWhenDone(c echo.Context, rec *batch.Record) error {
+	ctx := c.Request().Context()
+	p, err := b.waitDone(ctx, rec)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return apierr.Newf(http.StatusInternalServerError, "The batch did not finish in time. Track it at %s/pdf/progress/%s.", rec.BaseURL, rec.ID)
+		}
+		return err
+	}
+	if p.Status == batch.Error {
+		return apierr.New(http.StatusInternalServerError, p.Message)
+	}
+	res, err := b.tracker.Result(ctx, rec)
+	if err != nil || res == nil {
+		return fmt.Errorf("batch %s completed without a result: %w", rec.ID, err)
+	}
+	if rec.Host {
+		return c.JSON(http.StatusOK, map[string]any{
+			"success":            true,
+			"message":            fmt.Sprintf("Batch completed: %d PDFs generated and hosted.", res.DocumentsGenerated),
+			"documentsGenerated": res.DocumentsGenerated,
+			"downloadUrl":        res.DownloadURL,
+			"zipId":              res.ZipID,
+			"expiresAt":          res.ExpiresAt,
+		})
+	}
+	// The ZIP was answered, not announced: nobody else will fetch it.
+	defer b.dropZip(ctx, rec)
+	return b.s.sendBlob(c, files.BlobKey(rec.ZipID), rec.Name+".zip", "application/zip", "attachment")
+}
+
+// dropZip deletes a non-stream batch's ZIP once it was sent.
+func (b *batchAPI) dropZip(ctx context.Context, rec *batch.Record) {
+	ctx = context.WithoutCancel(ctx)
+	f, err := b.s.files.Get(ctx, rec.ZipID)
+	if err != nil {
+		return
+	}
+	if err := b.s.files.Delete(ctx, f); err != nil {
+		b.s.Log.Warn("deleting a sent batch ZIP failed", "batch_id", rec.ID, "err", err)
+	}
+}
+
+// ownBatch returns the caller's batch, nil when it is unknown or expired,
+// or a 403 for another account's.
+func (b *batchAPI) ownBatch(c echo.Context) (*batch.Record, error) {
+	rec, err := b.tracker.Get(c.Request().Context(), c.Param("batchId"))
+	if errors.Is(err, batch.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if rec.OwnerID != currentUser(c).ID {
+		return nil, apierr.New(http.StatusForbidden, "This batch belongs to another account.")
+	}
+	return rec, nil
+}
+
+// progress is GET /pdf/progress/:batchId (spec 4.4, DESIGN 4.10).
+func (b *batchAPI) progress(c echo.Context) error {
+	rec, err := b.ownBatch(c)
+	if err != nil {
+		return err
+	}
+	if rec == nil {
+		return c.JSON(http.StatusNotFound, batch.NotFoundProgress())
+	}
+	p, err := b.tracker.Progress(c.Request().Context(), rec)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, p)
 }

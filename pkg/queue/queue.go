@@ -129,7 +129,7 @@ func (c *Conn) Setup(ctx context.Context, maxQueue int) error {
 	if err != nil {
 		return fmt.Errorf("queue: consumer: %w", err)
 	}
-	return nil
+	return c.setupWebhooks(ctx)
 }
 
 // Depth is the number of jobs waiting or in flight.
@@ -148,6 +148,9 @@ func (c *Conn) Depth(ctx context.Context) (uint64, error) {
 func subjectFor(job *jobspb.Job) string {
 	if job.GetMerge() != nil {
 		return SubjectPrefix + "merge"
+	}
+	if job.GetZip() != nil {
+		return SubjectPrefix + "zip"
 	}
 	return SubjectPrefix + "render"
 }

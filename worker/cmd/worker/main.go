@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -12,6 +13,7 @@ import (
 	"github.com/docrender/docrender/pkg/config"
 	"github.com/docrender/docrender/pkg/logging"
 	"github.com/docrender/docrender/pkg/queue"
+	"github.com/docrender/docrender/pkg/state"
 	"github.com/docrender/docrender/pkg/stores"
 	"github.com/docrender/docrender/worker"
 )
@@ -47,11 +49,30 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	w, err := worker.New(ctx, cfg, q, blobs, log)
+	st, err := openSharedState(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	if st != nil {
+		defer st.Close()
+	}
+	w, err := worker.New(ctx, cfg, q, blobs, st, log)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
 	log.Info("worker ready", "nats", cfg.NATSURL, "slots", cfg.Workers)
 	return w.Run(ctx)
+}
+
+// openSharedState opens the state store batches keep their progress in.
+// It must be the gateways' own: Redis. An embedded bbolt file is private
+// to one process, so without DOCRENDER_REDIS_URL this worker renders and
+// merges but refuses batch documents (and says so).
+func openSharedState(ctx context.Context, cfg config.Config, log *slog.Logger) (state.Store, error) {
+	if cfg.RedisURL == "" {
+		log.Warn("DOCRENDER_REDIS_URL is not set: batch documents will be refused (their progress must be shared with the gateways)")
+		return nil, nil
+	}
+	return stores.OpenState(ctx, cfg)
 }

@@ -1,0 +1,101 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/docrender/docrender/pkg/batch"
+)
+
+// SSE event names (spec §6).
+const (
+	eventProgress = "progress"
+	eventComplete = "complete"
+	eventError    = "error"
+)
+
+// stream is GET /pdf/progress/:batchId/stream (spec 4.5, §6): a progress
+// event every 500 ms while the batch runs, then one complete or error
+// event, then the connection closes. An unknown batch gets one error event
+// carrying the not_found record (DESIGN 4.10). The loop reads only the
+// state store, so any gateway can serve any batch, and it ends with the
+// client's connection.
+func (b *batchAPI) stream(c echo.Context) error {
+	rec, err := b.ownBatch(c)
+	if err != nil {
+		return err
+	}
+	w := c.Response()
+	h := w.Header()
+	h.Set(echo.HeaderContentType, "text/event-stream")
+	h.Set(echo.HeaderCacheControl, "no-cache")
+	h.Set(echo.HeaderConnection, "keep-alive")
+	// nginx and similar proxies buffer responses unless told not to.
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if rec == nil {
+		return writeEvent(w, eventError, batch.NotFoundProgress())
+	}
+	return b.pushProgress(c.Request().Context(), w, rec)
+}
+
+// pushProgress writes one event per tick until the batch ends, the client
+// leaves, or the state store keeps failing.
+func (b *batchAPI) pushProgress(ctx context.Context, w *echo.Response, rec *batch.Record) error {
+	t := time.NewTicker(sseInterval)
+	defer t.Stop()
+	failures := 0
+	for {
+		p, err := b.tracker.Progress(ctx, rec)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return nil
+		case err != nil:
+			failures++
+			b.s.Log.Warn("reading batch progress failed", "batch_id", rec.ID, "err", err, "failures", failures)
+			if failures >= sseMaxFailures {
+				p := batch.Progress{Total: rec.Total, Status: batch.Error, Message: "Progress is unavailable right now. Poll " +
+					rec.BaseURL + "/pdf/progress/" + rec.ID + " to follow the batch."}
+				return writeEvent(w, eventError, p)
+			}
+		default:
+			failures = 0
+			if err := writeEvent(w, eventName(p), p); err != nil || p.Terminal() {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func eventName(p batch.Progress) string {
+	switch p.Status {
+	case batch.Completed:
+		return eventComplete
+	case batch.Error:
+		return eventError
+	}
+	return eventProgress
+}
+
+// writeEvent writes one event and flushes it past every buffer.
+func writeEvent(w *echo.Response, name string, p batch.Progress) error {
+	data, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("sse: %w", err)
+	}
+	if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, data); err != nil {
+		return fmt.Errorf("sse: %w", err)
+	}
+	w.Flush()
+	return nil
+}

@@ -1,0 +1,164 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/docrender/docrender/proto/jobspb"
+)
+
+// Webhook deliveries travel on a stream of their own: the job stream is a
+// work queue whose one consumer takes every subject under SubjectPrefix,
+// and deliveries need a consumer with other redelivery rules (many tries,
+// long backoff) that a slow receiver must not take render slots from.
+const (
+	WebhookStream   = "DOCRENDER_WEBHOOKS"
+	WebhookConsumer = "docrender-webhooks"
+	WebhookSubject  = "docrender.webhooks.deliver"
+	// WebhookMaxDeliver is how often a delivery is tried before it is dropped.
+	WebhookMaxDeliver = 10
+	// webhookDedup is how long a delivery ID is remembered: a batch step
+	// redelivered after a crash re-queues its notification, and that copy
+	// must be dropped.
+	webhookDedup = 30 * time.Minute
+	// webhookFirstDelay and webhookMaxDelay bound the retry backoff.
+	webhookFirstDelay = time.Second
+	webhookMaxDelay   = 5 * time.Minute
+)
+
+// webhookAckBackoff is when the server redelivers a delivery nobody
+// answered for (its worker died). Its first step is also the ack wait, so it
+// must exceed the longest delivery attempt (the HTTP timeout).
+var webhookAckBackoff = []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute}
+
+// ErrPermanent marks a delivery that retrying cannot help (a blocked
+// address, a malformed URL): the handler wraps it and the delivery is dropped.
+var ErrPermanent = errors.New("queue: permanent failure")
+
+// WebhookRetryDelay is the wait after the attempt-th failed try: 1 s,
+// doubling, at most 5 minutes.
+func WebhookRetryDelay(attempt int) time.Duration {
+	d := webhookFirstDelay
+	for i := 1; i < attempt && d < webhookMaxDelay; i++ {
+		d *= 2
+	}
+	return min(d, webhookMaxDelay)
+}
+
+// setupWebhooks creates the delivery stream and its consumer, with
+// features of nats-server 2.9 only (BackOff, NakWithDelay).
+func (c *Conn) setupWebhooks(ctx context.Context) error {
+	_, err := c.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:       WebhookStream,
+		Subjects:   []string{WebhookSubject},
+		Retention:  jetstream.WorkQueuePolicy,
+		Storage:    jetstream.FileStorage,
+		Duplicates: webhookDedup,
+	})
+	if err != nil {
+		return fmt.Errorf("queue: webhook stream: %w", err)
+	}
+	_, err = c.js.CreateOrUpdateConsumer(ctx, WebhookStream, jetstream.ConsumerConfig{
+		Durable:       WebhookConsumer,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		MaxDeliver:    WebhookMaxDeliver,
+		BackOff:       webhookAckBackoff,
+		FilterSubject: WebhookSubject,
+		MaxAckPending: 10000,
+	})
+	if err != nil {
+		return fmt.Errorf("queue: webhook consumer: %w", err)
+	}
+	return nil
+}
+
+// PublishWebhook queues a delivery. Its delivery ID deduplicates: queuing
+// the same notification twice (a retried batch step) delivers it once.
+func (c *Conn) PublishWebhook(ctx context.Context, d *jobspb.WebhookDelivery) error {
+	data, err := proto.Marshal(d)
+	if err != nil {
+		return fmt.Errorf("queue: marshal webhook: %w", err)
+	}
+	msg := &nats.Msg{Subject: WebhookSubject, Data: data, Header: nats.Header{}}
+	msg.Header.Set(jetstream.MsgIDHeader, d.DeliveryId)
+	if _, err := c.js.PublishMsg(ctx, msg); err != nil {
+		return fmt.Errorf("queue: publish webhook: %w", err)
+	}
+	return nil
+}
+
+// WebhookHandler tries one delivery. nil: delivered. An error wrapping
+// ErrPermanent: dropped. Any other error: tried again after
+// WebhookRetryDelay, up to WebhookMaxDeliver tries.
+type WebhookHandler func(ctx context.Context, d *jobspb.WebhookDelivery, attempt int) error
+
+// ConsumeWebhooks runs slots concurrent deliverers until ctx ends, then
+// waits for the deliveries in hand.
+func (c *Conn) ConsumeWebhooks(ctx context.Context, slots int, h WebhookHandler) error {
+	cons, err := c.js.Consumer(ctx, WebhookStream, WebhookConsumer)
+	if err != nil {
+		return fmt.Errorf("queue: webhook consumer: %w", err)
+	}
+	var wg sync.WaitGroup
+	for range slots {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				msgs, err := cons.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
+				if err != nil {
+					if ctx.Err() == nil {
+						time.Sleep(250 * time.Millisecond)
+					}
+					continue
+				}
+				for msg := range msgs.Messages() {
+					c.deliver(msg, h)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+// deliver runs one try and settles the message: ack, term, or nak with the
+// backoff delay (the server keeps the delay, so it survives a restart).
+func (c *Conn) deliver(msg jetstream.Msg, h WebhookHandler) {
+	d := &jobspb.WebhookDelivery{}
+	if err := proto.Unmarshal(msg.Data(), d); err != nil {
+		c.log.Error("dropping undecodable webhook delivery", "err", err)
+		_ = msg.Term()
+		return
+	}
+	attempt := 1
+	if md, err := msg.Metadata(); err == nil {
+		attempt = int(md.NumDelivered)
+	}
+	log := c.log.With("delivery_id", d.DeliveryId, "batch_id", d.BatchId, "event", d.Event, "attempt", attempt)
+	err := h(context.Background(), d, attempt)
+	switch {
+	case err == nil:
+		log.Info("webhook delivered")
+		if err := msg.Ack(); err != nil {
+			log.Warn("webhook ack failed", "err", err)
+		}
+	case errors.Is(err, ErrPermanent):
+		log.Warn("webhook dropped", "err", err)
+		_ = msg.Term()
+	case attempt >= WebhookMaxDeliver:
+		log.Error("webhook failed on its last try", "err", err)
+		_ = msg.Term()
+	default:
+		delay := WebhookRetryDelay(attempt)
+		log.Warn("webhook failed, will retry", "err", err, "retry_in", delay.String())
+		_ = msg.NakWithDelay(delay)
+	}
+}

@@ -1,0 +1,132 @@
+package worker
+
+import (
+	"archive/zip"
+	"compress/flate"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/docrender/docrender/pkg/batch"
+	"github.com/docrender/docrender/pkg/files"
+	"github.com/docrender/docrender/pkg/queue"
+	"github.com/docrender/docrender/proto/jobspb"
+)
+
+// handleZip assembles a batch whose documents are all done into its ZIP,
+// stores it as a file and completes the batch. A redelivered ZIP job of a
+// completed batch only re-queues the webhook (deduplicated).
+func (w *Worker) handleZip(ctx context.Context, job *jobspb.Job, d queue.Delivery) (*jobspb.Result, error) {
+	if w.batch == nil {
+		return failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, errNoSharedState), nil
+	}
+	bt := w.batch.batches
+	r, err := bt.Get(ctx, job.BatchId)
+	if errors.Is(err, batch.ErrNotFound) {
+		return failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, "The batch is gone."), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	p, err := bt.Progress(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	if p.Terminal() {
+		return &jobspb.Result{}, bt.Notify(ctx, r)
+	}
+	size, err := w.buildZip(ctx, r)
+	if err != nil {
+		if !d.Last {
+			return nil, err
+		}
+		w.log.Error("batch ZIP failed on its last try", "batch_id", r.ID, "err", err)
+		_ = w.blobs.Delete(context.WithoutCancel(ctx), files.BlobKey(r.ZipID))
+		if _, ferr := bt.Fail(ctx, r, "The ZIP archive could not be assembled."); ferr != nil {
+			return nil, ferr
+		}
+		return failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, "The ZIP archive could not be assembled."), nil
+	}
+	if _, err := bt.Complete(ctx, r, bt.ZipFile(r, size)); err != nil {
+		return nil, err
+	}
+	return &jobspb.Result{OutputKey: files.BlobKey(r.ZipID), Size: size}, nil
+}
+
+// buildZip streams the batch's PDFs through a ZIP writer into the blob
+// store: at most one PDF's copy buffer is in memory at a time, whatever
+// the batch's size.
+func (w *Worker) buildZip(ctx context.Context, r *batch.Record) (int64, error) {
+	names, err := w.batch.batches.EntryNamesOf(ctx, r)
+	if err != nil {
+		return 0, err
+	}
+	pr, pw := io.Pipe()
+	cw := &countingWriter{w: pw}
+	done := make(chan error, 1)
+	go func() {
+		err := w.writeZip(ctx, cw, r, names)
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	err = w.blobs.Put(ctx, files.BlobKey(r.ZipID), pr, -1)
+	// Unblock the writer if Put stopped reading early.
+	pr.CloseWithError(fmt.Errorf("zip upload ended: %v", err))
+	if werr := <-done; werr != nil {
+		return 0, fmt.Errorf("worker: zip: %w", werr)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("worker: zip: store: %w", err)
+	}
+	return cw.n, nil
+}
+
+// writeZip writes the ZIP of the batch's PDFs to out. PDFs are mostly
+// compressed already: the fastest deflate level gains what little there
+// is to gain without taking CPU from the renders.
+func (w *Worker) writeZip(ctx context.Context, out io.Writer, r *batch.Record, names []string) error {
+	zw := zip.NewWriter(out)
+	zw.RegisterCompressor(zip.Deflate, func(w io.Writer) (io.WriteCloser, error) {
+		return flate.NewWriter(w, flate.BestSpeed)
+	})
+	now := time.Now()
+	for i, name := range names {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := w.addEntry(ctx, zw, batch.PDFKey(r.ID, i), name, now); err != nil {
+			return err
+		}
+	}
+	return zw.Close()
+}
+
+func (w *Worker) addEntry(ctx context.Context, zw *zip.Writer, key, name string, mod time.Time) error {
+	rc, _, err := w.blobs.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", key, err)
+	}
+	defer rc.Close()
+	fw, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Deflate, Modified: mod})
+	if err != nil {
+		return fmt.Errorf("entry %s: %w", name, err)
+	}
+	if _, err := io.Copy(fw, rc); err != nil {
+		return fmt.Errorf("entry %s: %w", name, err)
+	}
+	return nil
+}
+
+// countingWriter counts the bytes of the ZIP as they pass.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
