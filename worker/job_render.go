@@ -28,7 +28,11 @@ func (w *Worker) handleRender(ctx context.Context, job *jobspb.Job) (*jobspb.Res
 		timeout = w.cfg.RenderTimeout
 	}
 	pdf, err := w.renderer.Render(ctx, b, rj.Entry, rj.Page, timeout)
+	var bad *render.InputError
 	switch {
+	case errors.As(err, &bad):
+		// A page hook found something the client must fix (a bad data-qr).
+		return failure(jobspb.ErrorKind_ERROR_KIND_BAD_INPUT, bad.Message), nil
 	case errors.Is(err, render.ErrTimeout):
 		return failure(jobspb.ErrorKind_ERROR_KIND_TIMEOUT,
 			fmt.Sprintf("Rendering exceeded the time limit of %s.", timeout)), nil
@@ -36,6 +40,12 @@ func (w *Worker) handleRender(ctx context.Context, job *jobspb.Job) (*jobspb.Res
 		return failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, "The HTML could not be rendered."), nil
 	case err != nil:
 		return nil, err
+	}
+	if rj.Watermark != nil {
+		// Generate and every batch document (DESIGN §4.17): stamped after printing.
+		if pdf, err = w.stampWatermark(ctx, pdf, rj.Watermark); err != nil {
+			return renderedWatermarkFailure(err)
+		}
 	}
 	return w.store(ctx, job, pdf)
 }

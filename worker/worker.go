@@ -47,7 +47,9 @@ func New(ctx context.Context, cfg config.Config, q *queue.Conn, blobs blob.Store
 		return nil, fmt.Errorf("worker: %w", err)
 	}
 	w := &Worker{cfg: cfg, q: q, blobs: blobs, log: log, proxy: proxy, pool: pool}
-	w.renderer = &render.Renderer{Blobs: blobs, Pool: pool, Proxy: proxy}
+	w.renderer = &render.Renderer{Blobs: blobs, Pool: pool, Proxy: proxy,
+		// Inline QR codes (DESIGN §4.15), filled in before printing.
+		Hooks: []render.PageHook{render.QRCodes}}
 	w.batch = newBatchSupport(st, w)
 	return w, nil
 }
@@ -87,6 +89,8 @@ func (w *Worker) Handle(ctx context.Context, job *jobspb.Job, d queue.Delivery) 
 		}
 	case *jobspb.Job_Zip:
 		res, err = w.handleZip(ctx, job, d)
+	case *jobspb.Job_Merge:
+		res, err = w.handleMerge(ctx, job)
 	default:
 		return failure(jobspb.ErrorKind_ERROR_KIND_BAD_INPUT, "Unknown job kind."), nil
 	}
