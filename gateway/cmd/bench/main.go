@@ -1,0 +1,260 @@
+// Command bench measures docrender against a bare go-rod loop over the same
+// Chromium, side by side in one run (make bench). The service runs embedded
+// in this process and is driven over real HTTP on loopback; the bare loop
+// keeps warm tabs and prints the same HTML with no HTTP, queue or isolation.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime/multipart"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-rod/rod"
+	"github.com/go-rod/rod/lib/launcher"
+	"github.com/go-rod/rod/lib/proto"
+
+	"github.com/docrender/docrender/gateway/app"
+	"github.com/docrender/docrender/pkg/config"
+	"github.com/docrender/docrender/worker/browser"
+)
+
+func main() {
+	levels := flag.String("c", "1,4,8", "concurrency levels")
+	dur := flag.Duration("d", 15*time.Second, "measuring time per level and side")
+	flag.Parse()
+	if err := run(*levels, *dur); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+type result struct {
+	n        int
+	elapsed  time.Duration
+	p50, p95 time.Duration
+}
+
+func (r result) rate() float64 { return float64(r.n) / r.elapsed.Seconds() }
+
+// measure runs fn from c goroutines for d (after one warm-up call each).
+func measure(c int, d time.Duration, fn func(worker int) error) (result, error) {
+	for i := range c {
+		if err := fn(i); err != nil {
+			return result{}, err
+		}
+	}
+	var mu sync.Mutex
+	var lat []time.Duration
+	var failed atomic.Value
+	start := time.Now()
+	deadline := start.Add(d)
+	var wg sync.WaitGroup
+	for i := range c {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				t := time.Now()
+				if err := fn(i); err != nil {
+					failed.Store(err)
+					return
+				}
+				mu.Lock()
+				lat = append(lat, time.Since(t))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		return result{}, err
+	}
+	elapsed := time.Since(start)
+	slices.Sort(lat)
+	return result{n: len(lat), elapsed: elapsed, p50: lat[len(lat)/2], p95: lat[len(lat)*95/100]}, nil
+}
+
+func run(levels string, dur time.Duration) error {
+	var cs []int
+	maxC := 1
+	for _, f := range strings.Split(levels, ",") {
+		var c int
+		fmt.Sscan(f, &c)
+		cs = append(cs, c)
+		maxC = max(maxC, c)
+	}
+	dir, err := os.MkdirTemp("", "docrender-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	cfg, err := config.Load(func(k string) string {
+		switch k {
+		case "DOCRENDER_DATA_DIR":
+			return dir
+		case "DOCRENDER_ADDR":
+			return "127.0.0.1:0"
+		case "DOCRENDER_PLAN_HOBBY_CONVERSIONS":
+			return "100000000"
+		}
+		return os.Getenv(k)
+	})
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	a, err := app.Start(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer a.Close(ctx)
+	base := "http://" + a.Addr()
+	key, err := apiKey(base)
+	if err != nil {
+		return err
+	}
+	bin, err := browser.FindChromium(cfg.ChromiumPath)
+	if err != nil {
+		return err
+	}
+	pages, closeBare, err := bareBrowser(bin, maxC)
+	if err != nil {
+		return err
+	}
+	defer closeBare()
+
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	service := func(int) error { return renderViaService(client, base, key) }
+	bare := func(i int) error { return renderBare(pages[i]) }
+
+	fmt.Printf("docrender bench: one-page invoice, %s per level and side, DOCRENDER_WORKERS=%d, %s\n", dur, cfg.Workers, bin)
+	fmt.Printf("%-4s | %-28s | %-28s | %s\n", "c", "service PDFs/s  p50  p95", "bare rod PDFs/s  p50  p95", "ratio")
+	for _, c := range cs {
+		s, err := measure(c, dur, service)
+		if err != nil {
+			return fmt.Errorf("service at %d: %w", c, err)
+		}
+		b, err := measure(c, dur, bare)
+		if err != nil {
+			return fmt.Errorf("bare at %d: %w", c, err)
+		}
+		fmt.Printf("%-4d | %6.1f %6.0fms %6.0fms     | %6.1f %6.0fms %6.0fms       | %5.1f%%\n", c,
+			s.rate(), ms(s.p50), ms(s.p95), b.rate(), ms(b.p50), ms(b.p95), 100*s.rate()/b.rate())
+	}
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func apiKey(base string) (string, error) {
+	post := func(path, tok string, body any) (map[string]any, error) {
+		b, _ := json.Marshal(body)
+		req, _ := http.NewRequest("POST", base+path, bytes.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		var out struct {
+			Data map[string]any `json:"data"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			return nil, err
+		}
+		return out.Data, nil
+	}
+	reg, err := post("/api/auth/register", "", map[string]string{"email": "bench@example.com", "password": "benchmark-pass"})
+	if err != nil {
+		return "", err
+	}
+	tok, _ := reg["token"].(string)
+	k, err := post("/api/keys", tok, map[string]string{"name": "bench"})
+	if err != nil {
+		return "", err
+	}
+	key, _ := k["key"].(string)
+	if key == "" {
+		return "", fmt.Errorf("no key in %v", k)
+	}
+	return key, nil
+}
+
+func renderViaService(client *http.Client, base, key string) error {
+	var buf bytes.Buffer
+	w := multipart.NewWriter(&buf)
+	p, _ := w.CreateFormFile("files", "index.html")
+	p.Write([]byte(Invoice))
+	w.Close()
+	req, _ := http.NewRequest("POST", base+"/pdf/generate", &buf)
+	req.Header.Set("Content-Type", w.FormDataContentType())
+	req.Header.Set("X-API-Key", key)
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK || !bytes.HasPrefix(body, []byte("%PDF")) {
+		return fmt.Errorf("status %d: %.200s", resp.StatusCode, body)
+	}
+	return nil
+}
+
+// bareBrowser launches the same Chromium with n warm tabs.
+func bareBrowser(bin string, n int) ([]*rod.Page, func(), error) {
+	l := launcher.New().Bin(bin).Headless(true).Set("no-sandbox").Set("disable-gpu")
+	u, err := l.Launch()
+	if err != nil {
+		return nil, nil, err
+	}
+	b := rod.New().ControlURL(u)
+	if err := b.Connect(); err != nil {
+		l.Kill()
+		return nil, nil, err
+	}
+	pages := make([]*rod.Page, n)
+	for i := range pages {
+		if pages[i], err = b.Page(proto.TargetCreateTarget{URL: "about:blank"}); err != nil {
+			l.Kill()
+			return nil, nil, err
+		}
+	}
+	return pages, func() { b.Close(); l.Kill(); l.Cleanup() }, nil
+}
+
+func renderBare(p *rod.Page) error {
+	if err := p.SetDocumentContent(Invoice); err != nil {
+		return err
+	}
+	if err := p.WaitLoad(); err != nil {
+		return err
+	}
+	w, h, m := 210/25.4, 297/25.4, 1/2.54
+	s, err := p.PDF(&proto.PagePrintToPDF{PrintBackground: true, PaperWidth: &w, PaperHeight: &h,
+		MarginTop: &m, MarginBottom: &m, MarginLeft: &m, MarginRight: &m})
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(io.Discard, s)
+	return err
+}
