@@ -5,6 +5,7 @@ package config
 import (
 	"fmt"
 	"os"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -22,20 +23,22 @@ type Plan struct {
 
 // Config is the whole configuration of a gateway or worker process.
 type Config struct {
-	Addr          string
-	BaseURL       string
-	DataDir       string
-	NATSURL       string
-	RedisURL      string
-	S3Endpoint    string
-	S3AccessKey   string
-	S3SecretKey   string
-	S3Bucket      string
-	S3UseSSL      bool
-	ChromiumPath  string
-	Workers       int
-	RenderTimeout time.Duration
-	MaxUpload     int64
+	Addr    string
+	BaseURL string
+	DataDir string
+	NATSURL string
+	// QueueNamespace prefixes every stream, consumer and subject name.
+	QueueNamespace string
+	RedisURL       string
+	S3Endpoint     string
+	S3AccessKey    string
+	S3SecretKey    string
+	S3Bucket       string
+	S3UseSSL       bool
+	ChromiumPath   string
+	Workers        int
+	RenderTimeout  time.Duration
+	MaxUpload      int64
 	// MaxQueue bounds the jobs waiting in the queue; past it the gateway answers 429.
 	MaxQueue          int
 	RenderAllowHosts  []string
@@ -44,6 +47,8 @@ type Config struct {
 	DefaultPlan       string
 	LogLevel          string
 }
+
+var nsRe = regexp.MustCompile(`^[a-z][a-z0-9-]{0,30}$`)
 
 // PlanNames lists the plans in ascending order.
 var PlanNames = []string{"hobby", "pro", "enterprise"}
@@ -56,6 +61,7 @@ func Load(getenv func(string) string) (Config, error) {
 		BaseURL:           strings.TrimRight(p.str("DOCRENDER_BASE_URL", "http://localhost:8080"), "/"),
 		DataDir:           p.str("DOCRENDER_DATA_DIR", "./data"),
 		NATSURL:           p.str("DOCRENDER_NATS_URL", ""),
+		QueueNamespace:    p.str("DOCRENDER_QUEUE_NAMESPACE", "docrender"),
 		RedisURL:          p.str("DOCRENDER_REDIS_URL", ""),
 		S3Endpoint:        p.str("DOCRENDER_S3_ENDPOINT", ""),
 		S3AccessKey:       p.str("DOCRENDER_S3_ACCESS_KEY", ""),
@@ -91,6 +97,9 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if _, ok := c.Plans[c.DefaultPlan]; !ok {
 		p.fail("DOCRENDER_DEFAULT_PLAN", c.DefaultPlan, "one of hobby, pro, enterprise")
+	}
+	if !nsRe.MatchString(c.QueueNamespace) {
+		p.fail("DOCRENDER_QUEUE_NAMESPACE", c.QueueNamespace, "lower-case letters, digits and dashes")
 	}
 	if c.Workers < 1 {
 		p.fail("DOCRENDER_WORKERS", strconv.Itoa(c.Workers), "at least 1")

@@ -22,7 +22,9 @@ import (
 	"github.com/docrender/docrender/proto/jobspb"
 )
 
-// Names on the NATS side; operators see them in nats CLI output.
+// Names of the default namespace on the NATS side; operators see them in
+// nats CLI output. Another namespace (DOCRENDER_QUEUE_NAMESPACE) gives every
+// name its own prefix, so several deployments or test runs share one NATS.
 const (
 	Stream        = "DOCRENDER_JOBS"
 	Consumer      = "docrender-workers"
@@ -61,15 +63,34 @@ func StartEmbedded(dir string) (*server.Server, error) {
 	return srv, nil
 }
 
+// Names are the stream, consumer and subject names of one namespace.
+type Names struct {
+	Stream, Consumer, SubjectPrefix, ResultPrefix  string
+	WebhookStream, WebhookConsumer, WebhookSubject string
+}
+
+// NamesFor derives the names of namespace ns ("" or "docrender": the defaults).
+func NamesFor(ns string) Names {
+	if ns == "" || ns == "docrender" {
+		return Names{Stream, Consumer, SubjectPrefix, ResultPrefix, WebhookStream, WebhookConsumer, WebhookSubject}
+	}
+	up := strings.ToUpper(ns)
+	return Names{
+		Stream: up + "_JOBS", Consumer: ns + "-workers", SubjectPrefix: ns + ".jobs.", ResultPrefix: ns + ".results.",
+		WebhookStream: up + "_WEBHOOKS", WebhookConsumer: ns + "-webhooks", WebhookSubject: ns + ".webhooks.deliver",
+	}
+}
+
 // Conn is a connection to the job queue.
 type Conn struct {
+	n   Names
 	nc  *nats.Conn
 	js  jetstream.JetStream
 	log *slog.Logger
 }
 
 // Connect dials url, or the in-process server when srv is not nil.
-func Connect(ctx context.Context, url string, srv *server.Server, name string, log *slog.Logger) (*Conn, error) {
+func Connect(ctx context.Context, url string, srv *server.Server, ns, name string, log *slog.Logger) (*Conn, error) {
 	opts := []nats.Option{
 		nats.Name(name),
 		nats.MaxReconnects(-1),
@@ -94,7 +115,7 @@ func Connect(ctx context.Context, url string, srv *server.Server, name string, l
 		nc.Close()
 		return nil, fmt.Errorf("queue: jetstream: %w", err)
 	}
-	return &Conn{nc: nc, js: js, log: log}, nil
+	return &Conn{n: NamesFor(ns), nc: nc, js: js, log: log}, nil
 }
 
 // Close drains the connection.
@@ -107,8 +128,8 @@ func (c *Conn) NATS() *nats.Conn { return c.nc }
 // features of nats-server 2.9, which some deployments still run.
 func (c *Conn) Setup(ctx context.Context, maxQueue int) error {
 	cfg := jetstream.StreamConfig{
-		Name:       Stream,
-		Subjects:   []string{SubjectPrefix + ">"},
+		Name:       c.n.Stream,
+		Subjects:   []string{c.n.SubjectPrefix + ">"},
 		Retention:  jetstream.WorkQueuePolicy,
 		Storage:    jetstream.FileStorage,
 		Discard:    jetstream.DiscardNew,
@@ -118,12 +139,12 @@ func (c *Conn) Setup(ctx context.Context, maxQueue int) error {
 	if _, err := c.js.CreateOrUpdateStream(ctx, cfg); err != nil {
 		return fmt.Errorf("queue: stream: %w", err)
 	}
-	_, err := c.js.CreateOrUpdateConsumer(ctx, Stream, jetstream.ConsumerConfig{
-		Durable:       Consumer,
+	_, err := c.js.CreateOrUpdateConsumer(ctx, c.n.Stream, jetstream.ConsumerConfig{
+		Durable:       c.n.Consumer,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       ackWait,
 		MaxDeliver:    MaxDeliver,
-		FilterSubject: SubjectPrefix + ">",
+		FilterSubject: c.n.SubjectPrefix + ">",
 		MaxAckPending: 100000,
 	})
 	if err != nil {
@@ -134,7 +155,7 @@ func (c *Conn) Setup(ctx context.Context, maxQueue int) error {
 
 // Depth is the number of jobs waiting or in flight.
 func (c *Conn) Depth(ctx context.Context) (uint64, error) {
-	s, err := c.js.Stream(ctx, Stream)
+	s, err := c.js.Stream(ctx, c.n.Stream)
 	if err != nil {
 		return 0, fmt.Errorf("queue: depth: %w", err)
 	}
@@ -145,14 +166,14 @@ func (c *Conn) Depth(ctx context.Context) (uint64, error) {
 	return info.State.Msgs, nil
 }
 
-func subjectFor(job *jobspb.Job) string {
+func (c *Conn) subjectFor(job *jobspb.Job) string {
 	if job.GetMerge() != nil {
-		return SubjectPrefix + "merge"
+		return c.n.SubjectPrefix + "merge"
 	}
 	if job.GetZip() != nil {
-		return SubjectPrefix + "zip"
+		return c.n.SubjectPrefix + "zip"
 	}
-	return SubjectPrefix + "render"
+	return c.n.SubjectPrefix + "render"
 }
 
 // Publish puts job on the queue without waiting for its result (batches).
@@ -161,7 +182,7 @@ func (c *Conn) Publish(ctx context.Context, job *jobspb.Job) error {
 	if err != nil {
 		return fmt.Errorf("queue: marshal job: %w", err)
 	}
-	msg := &nats.Msg{Subject: subjectFor(job), Data: data, Header: nats.Header{}}
+	msg := &nats.Msg{Subject: c.subjectFor(job), Data: data, Header: nats.Header{}}
 	// The job ID deduplicates a publish retried after a lost acknowledgement.
 	msg.Header.Set(jetstream.MsgIDHeader, job.Id)
 	if _, err := c.js.PublishMsg(ctx, msg); err != nil {
@@ -187,7 +208,7 @@ type Pending struct {
 // wait for its result. The subscription exists before the job is published,
 // so no result can be missed.
 func (c *Conn) Submit(ctx context.Context, job *jobspb.Job) (*Pending, error) {
-	job.ReplySubject = ResultPrefix + job.Id
+	job.ReplySubject = c.n.ResultPrefix + job.Id
 	sub, err := c.nc.SubscribeSync(job.ReplySubject)
 	if err != nil {
 		return nil, fmt.Errorf("%w: subscribe: %v", ErrUnavailable, err)
@@ -231,7 +252,7 @@ type Handler func(ctx context.Context, job *jobspb.Job, d Delivery) (*jobspb.Res
 // Consume runs slots concurrent pullers until ctx ends, then waits for the
 // jobs in hand to finish (graceful shutdown hands nothing back half-done).
 func (c *Conn) Consume(ctx context.Context, slots int, h Handler) error {
-	cons, err := c.js.Consumer(ctx, Stream, Consumer)
+	cons, err := c.js.Consumer(ctx, c.n.Stream, c.n.Consumer)
 	if err != nil {
 		return fmt.Errorf("queue: consumer: %w", err)
 	}

@@ -56,8 +56,8 @@ func WebhookRetryDelay(attempt int) time.Duration {
 // features of nats-server 2.9 only (BackOff, NakWithDelay).
 func (c *Conn) setupWebhooks(ctx context.Context) error {
 	_, err := c.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:       WebhookStream,
-		Subjects:   []string{WebhookSubject},
+		Name:       c.n.WebhookStream,
+		Subjects:   []string{c.n.WebhookSubject},
 		Retention:  jetstream.WorkQueuePolicy,
 		Storage:    jetstream.FileStorage,
 		Duplicates: webhookDedup,
@@ -65,12 +65,12 @@ func (c *Conn) setupWebhooks(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("queue: webhook stream: %w", err)
 	}
-	_, err = c.js.CreateOrUpdateConsumer(ctx, WebhookStream, jetstream.ConsumerConfig{
-		Durable:       WebhookConsumer,
+	_, err = c.js.CreateOrUpdateConsumer(ctx, c.n.WebhookStream, jetstream.ConsumerConfig{
+		Durable:       c.n.WebhookConsumer,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		MaxDeliver:    WebhookMaxDeliver,
 		BackOff:       webhookAckBackoff,
-		FilterSubject: WebhookSubject,
+		FilterSubject: c.n.WebhookSubject,
 		MaxAckPending: 10000,
 	})
 	if err != nil {
@@ -86,7 +86,7 @@ func (c *Conn) PublishWebhook(ctx context.Context, d *jobspb.WebhookDelivery) er
 	if err != nil {
 		return fmt.Errorf("queue: marshal webhook: %w", err)
 	}
-	msg := &nats.Msg{Subject: WebhookSubject, Data: data, Header: nats.Header{}}
+	msg := &nats.Msg{Subject: c.n.WebhookSubject, Data: data, Header: nats.Header{}}
 	msg.Header.Set(jetstream.MsgIDHeader, d.DeliveryId)
 	if _, err := c.js.PublishMsg(ctx, msg); err != nil {
 		return fmt.Errorf("queue: publish webhook: %w", err)
@@ -102,7 +102,7 @@ type WebhookHandler func(ctx context.Context, d *jobspb.WebhookDelivery, attempt
 // ConsumeWebhooks runs slots concurrent deliverers until ctx ends, then
 // waits for the deliveries in hand.
 func (c *Conn) ConsumeWebhooks(ctx context.Context, slots int, h WebhookHandler) error {
-	cons, err := c.js.Consumer(ctx, WebhookStream, WebhookConsumer)
+	cons, err := c.js.Consumer(ctx, c.n.WebhookStream, c.n.WebhookConsumer)
 	if err != nil {
 		return fmt.Errorf("queue: webhook consumer: %w", err)
 	}

@@ -37,7 +37,7 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	q, err := queue.Connect(ctx, cfg.NATSURL, nil, "docrender-worker", log)
+	q, err := queue.Connect(ctx, cfg.NATSURL, nil, cfg.QueueNamespace, "docrender-worker", log)
 	if err != nil {
 		return err
 	}
