@@ -57,7 +57,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, er
 			return nil, err
 		}
 	}
-	if a.queue, err = queue.Connect(ctx, cfg.NATSURL, a.nats, "docrender-gateway", log); err != nil {
+	if a.queue, err = queue.Connect(ctx, cfg.NATSURL, a.nats, cfg.QueueNamespace, "docrender-gateway", log); err != nil {
 		return nil, err
 	}
 	if err = a.queue.Setup(ctx, cfg.MaxQueue); err != nil {
