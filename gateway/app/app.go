@@ -42,6 +42,9 @@ type App struct {
 	ln       net.Listener
 	workerWG sync.WaitGroup
 	stopWork context.CancelFunc
+	// The retention sweeper (retention.go).
+	sweepWG   sync.WaitGroup
+	stopSweep context.CancelFunc
 }
 
 // Start builds everything and starts listening on cfg.Addr.
@@ -69,6 +72,11 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, er
 	if a.blobs, err = stores.OpenBlob(ctx, cfg); err != nil {
 		return nil, err
 	}
+	if err := installExpiryRules(ctx, a.blobs, cfg, log); err != nil {
+		// A backstop only (the sweeper deletes expired files): an S3 without
+		// lifecycle support must not keep the service down.
+		log.Warn("bucket lifecycle rules not installed", "err", err)
+	}
 	ready := map[string]func(context.Context) error{}
 	if cfg.Embedded() {
 		if a.Worker, err = worker.New(ctx, cfg, a.queue, a.blobs, a.state, log.With("component", "worker")); err != nil {
@@ -84,6 +92,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, er
 		}()
 	}
 	a.Server = gw.New(gw.Deps{Config: cfg, Queue: a.queue, State: a.state, Blobs: a.blobs, Log: log, Ready: ready})
+	a.startSweeper(a.Server.Files())
 	if a.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
 		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
 	}
@@ -109,6 +118,10 @@ func (a *App) Close(ctx context.Context) {
 	if a.stopWork != nil {
 		a.stopWork()
 		a.workerWG.Wait()
+	}
+	if a.stopSweep != nil {
+		a.stopSweep()
+		a.sweepWG.Wait()
 	}
 	if a.Worker != nil {
 		a.Worker.Close()

@@ -48,7 +48,17 @@ func (s *Server) generate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// host and caching IDs (hosted.go, cache.go): a cache hit is answered
+	// here; a stored result is written straight to its files/<id> key.
+	sg, done, err := s.prepareGenerate(c, u, up, entry, opts)
+	if done || err != nil {
+		return err
+	}
+	if sg != nil {
+		job.OutputKey = sg.BlobKey()
+	}
 	if err := s.acct.ReserveConversions(ctx, u, 1); err != nil {
+		sg.abandon(c)
 		return err
 	}
 	job.Kind = &jobspb.Job_Render{Render: &jobspb.RenderJob{
@@ -57,7 +67,11 @@ func (s *Server) generate(c echo.Context) error {
 	res, err := s.runJob(ctx, job)
 	if err != nil {
 		_ = s.acct.ReleaseConversions(context.WithoutCancel(ctx), u, 1)
+		sg.abandon(c)
 		return err
+	}
+	if sg != nil {
+		return s.finishGenerate(c, sg, res)
 	}
 	return s.sendBlob(c, res.OutputKey, opts.FileName+".pdf", "application/pdf", "attachment")
 }

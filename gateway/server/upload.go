@@ -2,8 +2,10 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -30,6 +32,8 @@ type uploadedFile struct {
 	Name     string `json:"name"`
 	MimeType string `json:"mimetype"`
 	Size     int64  `json:"-"`
+	// SHA256 of the bytes: part of a caching ID's input hash (DESIGN §4.1).
+	SHA256 []byte `json:"-"`
 }
 
 const maxFiles = 1000
@@ -73,7 +77,7 @@ func readUpload(c echo.Context, blobs blob.Store, prefix string) (*upload, error
 				return u, apierr.Bad("Too many files: at most %d.", maxFiles)
 			}
 			seen[name] = true
-			cr := &countingReader{r: part}
+			cr := &countingReader{r: part, sum: sha256.New()}
 			if err := blobs.Put(ctx, prefix+name, cr, -1); err != nil {
 				part.Close()
 				if cr.err != nil {
@@ -85,7 +89,7 @@ func readUpload(c echo.Context, blobs blob.Store, prefix string) (*upload, error
 			if mt == "" {
 				mt = "application/octet-stream"
 			}
-			u.files = append(u.files, uploadedFile{Name: name, MimeType: mt, Size: cr.n})
+			u.files = append(u.files, uploadedFile{Name: name, MimeType: mt, Size: cr.n, SHA256: cr.sum.Sum(nil)})
 		case "options":
 			b, err := io.ReadAll(io.LimitReader(part, 1<<20+1))
 			if err != nil {
@@ -132,17 +136,22 @@ func cleanName(n string) (string, error) {
 	return c, nil
 }
 
-// countingReader counts the bytes of an upload and keeps the client-side
-// read error apart from the store's own.
+// countingReader counts and hashes the bytes of an upload (hashing while
+// streaming spares reading the file back for a cache key) and keeps the
+// client-side read error apart from the store's own.
 type countingReader struct {
 	r   io.Reader
 	n   int64
+	sum hash.Hash
 	err error
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
+	if c.sum != nil {
+		c.sum.Write(p[:n])
+	}
 	if err != nil && err != io.EOF {
 		c.err = err
 	}

@@ -250,6 +250,25 @@ func (s *Store) SetExpiryRule(ctx context.Context, prefix string, days int) erro
 	return nil
 }
 
+// ExpiryRule reports the days of the rule SetExpiryRule installed for
+// prefix; ok is false when there is none. Operators and tests use it to
+// check what a gateway installed at start.
+func (s *Store) ExpiryRule(ctx context.Context, prefix string) (days int, ok bool, err error) {
+	cfg, err := s.client.GetBucketLifecycle(ctx, s.bucket)
+	if err != nil {
+		if minio.ToErrorResponse(err).Code == "NoSuchLifecycleConfiguration" {
+			return 0, false, nil
+		}
+		return 0, false, fmt.Errorf("s3blob: read lifecycle: %w", err)
+	}
+	for _, r := range cfg.Rules {
+		if r.ID == ExpiryRuleID(prefix) && r.Status == "Enabled" {
+			return int(r.Expiration.Days), true, nil
+		}
+	}
+	return 0, false, nil
+}
+
 // wrap maps S3's "no such key" to blob.ErrNotFound, keeping the S3 error
 // in the chain too.
 func (s *Store) wrap(op, key string, err error) error {

@@ -151,6 +151,12 @@ func TestSetExpiryRule(t *testing.T) {
 	if len(lc.Rules) != len(want) || fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("lifecycle rules = %v (%d rules), want %v", got, len(lc.Rules), want)
 	}
+	if days, ok, err := s.ExpiryRule(ctx, "hosted/"); err != nil || !ok || days != 30 {
+		t.Fatalf("ExpiryRule(hosted/) = %d, %v, %v; want 30", days, ok, err)
+	}
+	if _, ok, err := s.ExpiryRule(ctx, "none/"); err != nil || ok {
+		t.Fatalf("ExpiryRule(none/) = %v, %v; want none", ok, err)
+	}
 	if err := s.SetExpiryRule(ctx, "x/", 0); err == nil {
 		t.Fatal("SetExpiryRule with 0 days accepted")
 	}

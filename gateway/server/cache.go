@@ -1,0 +1,134 @@
+package server
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"sort"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/docrender/docrender/gateway/account"
+	"github.com/docrender/docrender/pkg/files"
+	"github.com/docrender/docrender/pkg/pdfopts"
+	"github.com/docrender/docrender/proto/jobspb"
+)
+
+// Response headers of stored generate results.
+const (
+	// headerCache is HIT or MISS when a caching ID was given (DESIGN §4.1).
+	headerCache = "X-Cache"
+	// headerPdfID names the stored file a binary answer came from, so a
+	// cached document can be opened later under /pdf/view/<id> and friends.
+	headerPdfID = "X-PDF-ID"
+)
+
+// inputHashVersion changes whenever what goes into the hash changes, so old
+// entries miss instead of matching on a different recipe.
+const inputHashVersion = "v1"
+
+// inputHash is the cache key of a generate request (DESIGN §4.1): every
+// uploaded file's name and bytes, the entry file, and the normalised options.
+// Besides what shapes the PDF (page, watermark), the hash covers what shapes
+// the stored answer (fileName, userType, host): a hit must return a file
+// whose name, access and hosting are what this request asked for.
+// regenerate and the caching ID itself are not inputs.
+func inputHash(up *upload, entry string, opts pdfopts.Options) string {
+	fs := append([]uploadedFile(nil), up.files...)
+	sort.Slice(fs, func(i, j int) bool { return fs[i].Name < fs[j].Name })
+	type fileSum struct {
+		Name   string `json:"n"`
+		SHA256 string `json:"h"`
+	}
+	in := struct {
+		Version   string            `json:"v"`
+		Files     []fileSum         `json:"files"`
+		Entry     string            `json:"entry"`
+		FileName  string            `json:"fileName"`
+		Page      *jobspb.Page      `json:"page"`
+		Watermark *jobspb.Watermark `json:"watermark"`
+		UserType  string            `json:"userType"`
+		Host      bool              `json:"host"`
+	}{inputHashVersion, nil, entry, opts.FileName, opts.Page, opts.Watermark, opts.UserType, opts.Host}
+	for _, f := range fs {
+		in.Files = append(in.Files, fileSum{f.Name, hex.EncodeToString(f.SHA256)})
+	}
+	// encoding/json writes struct fields in declaration order: deterministic.
+	b, _ := json.Marshal(in)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// storedGenerate is how a generate request keeps its result.
+type storedGenerate struct {
+	pending *PendingFile
+	host    bool
+	cache   string // X-Cache value; empty without a caching ID
+}
+
+// prepareGenerate handles host and caching IDs before rendering. It returns
+// nil when the answer is the plain temporary PDF. A cache hit is answered
+// here (done true): no render, no conversion counted. Otherwise the stored
+// file is reserved (with its hosted slot) for the job to write to.
+func (s *Server) prepareGenerate(c echo.Context, u *account.User, up *upload, entry string, opts pdfopts.Options) (sg *storedGenerate, done bool, err error) {
+	if opts.DocumentID == "" && !opts.Host {
+		return nil, false, nil
+	}
+	ctx := c.Request().Context()
+	sg = &storedGenerate{host: opts.Host}
+	spec := StoreSpec{Name: opts.FileName + ".pdf", ContentType: "application/pdf", UserType: opts.UserType, Hosted: opts.Host}
+	if opts.DocumentID != "" {
+		spec.DocumentID, spec.InputHash = opts.DocumentID, inputHash(up, entry, opts)
+		if !opts.Regenerate {
+			f, err := s.files.LookupCache(ctx, u.ID, spec.DocumentID, spec.InputHash)
+			if err != nil {
+				return nil, false, err
+			}
+			if f != nil {
+				logger(c).Info("cache hit", "document_id", spec.DocumentID, "file", f.ID)
+				sg.cache = "HIT"
+				return nil, true, s.answerStored(c, sg, f)
+			}
+		}
+		if spec.Replaces, err = s.files.PreviousCache(ctx, u.ID, spec.DocumentID); err != nil {
+			return nil, false, err
+		}
+		sg.cache = "MISS"
+	}
+	if sg.pending, err = s.reserveFile(ctx, u, spec); err != nil {
+		return nil, false, err
+	}
+	return sg, false, nil
+}
+
+// BlobKey is where the render must write.
+func (sg *storedGenerate) BlobKey() string { return sg.pending.BlobKey() }
+
+// abandon gives back what prepareGenerate reserved.
+func (sg *storedGenerate) abandon(c echo.Context) {
+	if sg != nil && sg.pending != nil {
+		sg.pending.Abandon(c.Request().Context())
+	}
+}
+
+// finish records the rendered file and answers.
+func (s *Server) finishGenerate(c echo.Context, sg *storedGenerate, res *jobspb.Result) error {
+	f, err := sg.pending.Commit(c.Request().Context(), res.Size)
+	if err != nil {
+		return err
+	}
+	return s.answerStored(c, sg, f)
+}
+
+// answerStored answers with a stored file: spec 2.2 when hosted, else its bytes.
+func (s *Server) answerStored(c echo.Context, sg *storedGenerate, f *files.File) error {
+	h := c.Response().Header()
+	if sg.cache != "" {
+		h.Set(headerCache, sg.cache)
+	}
+	h.Set(headerPdfID, f.ID)
+	if sg.host {
+		return s.hostedResponse(c, f)
+	}
+	return s.sendBlob(c, files.BlobKey(f.ID), f.Name, f.ContentType, "attachment")
+}
