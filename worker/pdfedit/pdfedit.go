@@ -269,10 +269,72 @@ func writePDF(pc *model.Context, w io.Writer) (err error) {
 			err = fmt.Errorf("pdfedit: write PDF: %w", ew.err)
 		}
 	}()
+	fixTrailerSize(pc)
 	if err := api.WriteContext(pc, ew); err != nil {
 		return fmt.Errorf("pdfedit: write PDF: %w: %v", errContent, err)
 	}
 	return nil
+}
+
+// fixTrailerSize makes the trailer's /Size one more than the highest object
+// number written, as the PDF specification requires (qpdf --check warns
+// otherwise). pdfcpu counts /Size up per object a merge appends and writes
+// only the objects reachable from the trailer, so numbers held by objects
+// nobody references any more (an appended input's catalog and page tree
+// root, the object-stream and xref-stream containers of qpdf-style inputs,
+// whose objects were unpacked on reading) leave /Size too high. Those
+// entries leave the table, and /Size, from which pdfcpu also numbers the
+// objects it adds while writing, follows the highest number left.
+func fixTrailerSize(pc *model.Context) {
+	live := reachable(pc)
+	top := 0
+	for nr, e := range pc.Table {
+		if e != nil && !e.Free && !live[nr] {
+			delete(pc.Table, nr)
+			continue
+		}
+		top = max(top, nr)
+	}
+	size := top + 1
+	pc.Size = &size
+}
+
+// reachable is the set of object numbers reachable from the trailer's Root
+// and Info: a superset of what pdfcpu writes, which walks the same graph.
+func reachable(pc *model.Context) map[int]bool {
+	seen := make(map[int]bool, len(pc.Table))
+	var stack []types.Object
+	for _, ref := range []*types.IndirectRef{pc.Root, pc.Info, pc.Encrypt} {
+		if ref != nil {
+			stack = append(stack, *ref)
+		}
+	}
+	for len(stack) > 0 {
+		o := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		switch v := o.(type) {
+		case types.IndirectRef:
+			nr := v.ObjectNumber.Value()
+			if seen[nr] {
+				continue
+			}
+			seen[nr] = true
+			if e := pc.Table[nr]; e != nil && !e.Free && e.Object != nil {
+				stack = append(stack, e.Object)
+			}
+		case types.Dict:
+			for _, x := range v {
+				stack = append(stack, x)
+			}
+		case types.StreamDict:
+			for _, x := range v.Dict {
+				stack = append(stack, x)
+			}
+		case types.Array:
+			stack = append(stack, v...)
+		}
+	}
+	return seen
 }
 
 // contentReason turns an errContent failure into a BadInputError reason.
