@@ -14,6 +14,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/docrender/docrender/pkg/state"
 )
@@ -132,7 +133,7 @@ func (s *Store) Delete(_ context.Context, keys ...string) error {
 				return err
 			}
 			for _, b := range [][]byte{bucketIndex, bucketSet} {
-				if err := tx.Bucket(b).DeleteBucket([]byte(k)); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+				if err := tx.Bucket(b).DeleteBucket([]byte(k)); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 					return err
 				}
 			}
@@ -399,7 +400,7 @@ func (s *Store) SetAdd(_ context.Context, key, member string, ttl time.Duration)
 		n, hdr, ok := s.setMeta(tx, key)
 		if !ok {
 			// Absent or expired: start afresh.
-			if err := root.DeleteBucket([]byte(key)); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+			if err := root.DeleteBucket([]byte(key)); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 				return err
 			}
 			n, hdr = 0, s.encode(nil, ttl)[:8]
@@ -473,7 +474,7 @@ func (s *Store) SweepExpired() error {
 					return err
 				}
 				if bytes.Equal(name, bucketSetMeta) {
-					if err := tx.Bucket(bucketSet).DeleteBucket(k); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+					if err := tx.Bucket(bucketSet).DeleteBucket(k); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 						return err
 					}
 				}

@@ -146,17 +146,16 @@ func fmtScore(f float64) string {
 }
 
 func (s *Store) IndexRange(ctx context.Context, index string, min, max float64, offset, count int, desc bool) ([]string, error) {
-	by := &redis.ZRangeBy{Min: fmtScore(min), Max: fmtScore(max), Offset: int64(offset), Count: int64(count)}
-	if count < 0 && offset == 0 {
-		by.Offset, by.Count = 0, 0
-	}
-	var out []string
-	var err error
+	args := redis.ZRangeArgs{Key: s.k(index), Start: fmtScore(min), Stop: fmtScore(max), ByScore: true, Rev: desc,
+		Offset: int64(offset), Count: int64(count)}
 	if desc {
-		out, err = s.rdb.ZRevRangeByScore(ctx, s.k(index), by).Result()
-	} else {
-		out, err = s.rdb.ZRangeByScore(ctx, s.k(index), by).Result()
+		// With REV the range is given from the high end.
+		args.Start, args.Stop = fmtScore(max), fmtScore(min)
 	}
+	if count < 0 && offset == 0 {
+		args.Offset, args.Count = 0, 0
+	}
+	out, err := s.rdb.ZRangeArgs(ctx, args).Result()
 	if out == nil {
 		out = []string{}
 	}
