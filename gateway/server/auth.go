@@ -91,24 +91,6 @@ func (s *Server) requireKey(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// optionalAuth sets the user when a key or session is given and valid, and
-// refuses a key or session that is given but bad.
-func (s *Server) optionalAuth(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if c.Request().Header.Get("X-API-Key") != "" || account.WellFormedKey(bearer(c)) {
-			return s.requireKey(next)(c)
-		}
-		u, _, err := s.sessionUser(c, true)
-		if err != nil {
-			return err
-		}
-		if u != nil {
-			c.Set(ctxUser, u)
-		}
-		return next(c)
-	}
-}
-
 // requireSession authenticates /api routes: the session cookie or bearer token.
 func (s *Server) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
