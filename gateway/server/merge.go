@@ -1,0 +1,229 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/docrender/docrender/gateway/account"
+	"github.com/docrender/docrender/pkg/apierr"
+	"github.com/docrender/docrender/pkg/blob"
+	"github.com/docrender/docrender/pkg/pdfopts"
+	"github.com/docrender/docrender/proto/jobspb"
+)
+
+// msgNoPDFs is spec 4.2's 400 for a merge without PDFs.
+const msgNoPDFs = "No PDF files were provided for merging."
+
+// mergeOptions is the options object of POST /pdf/merge (spec 4.2, DESIGN
+// §4.7, §4.17). userType decides who may read a hosted result, as it does
+// for generate (DESIGN §4.4).
+type mergeOptions struct {
+	FileName  *string         `json:"fileName"`
+	Host      *bool           `json:"host"`
+	UserType  *string         `json:"userType"`
+	Watermark json.RawMessage `json:"watermark"`
+}
+
+// mergeRequest is a validated merge.
+type mergeRequest struct {
+	keys, names []string
+	fileName    string
+	host        bool
+	userType    string
+	watermark   *jobspb.Watermark
+}
+
+// merge is POST /pdf/merge (spec 4.2): the uploaded PDFs, in upload order,
+// merged by a worker (pdfcpu). A merge counts one conversion (DESIGN §4.7);
+// with host:true the result is stored and answered in the 2.2 shape. An
+// unusable input is the worker's BAD_INPUT, a 400 naming the file.
+func (s *Server) merge(c echo.Context) error {
+	ctx := c.Request().Context()
+	u := currentUser(c)
+	job := s.newJob(c, u)
+	// Inputs and the unhosted result are temporary: gone once answered.
+	defer s.cleanup("jobs/" + job.Id + "/")
+
+	req, err := s.readMerge(c, "jobs/"+job.Id+"/in/")
+	if err != nil {
+		return err
+	}
+	var pending *PendingFile
+	if req.host {
+		spec := StoreSpec{Name: req.fileName + ".pdf", ContentType: "application/pdf", UserType: req.userType, Hosted: true}
+		if pending, err = s.reserveFile(ctx, u, spec); err != nil {
+			return err
+		}
+		job.OutputKey = pending.BlobKey()
+	}
+	res, err := s.runMerge(ctx, u, job, req)
+	if err != nil {
+		if pending != nil {
+			pending.Abandon(ctx)
+		}
+		return err
+	}
+	c.Response().Header().Set(headerPages, fmt.Sprint(res.Pages))
+	if pending == nil {
+		return s.sendBlob(c, res.OutputKey, req.fileName+".pdf", "application/pdf", "attachment")
+	}
+	f, err := pending.Commit(ctx, res.Size)
+	if err != nil {
+		return err
+	}
+	return s.hostedResponse(c, f)
+}
+
+// headerPages carries the page count of a merged PDF.
+const headerPages = "X-PDF-Pages"
+
+// runMerge reserves the conversion and runs the job; a failed merge gives
+// the conversion back.
+func (s *Server) runMerge(ctx context.Context, u *account.User, job *jobspb.Job, req *mergeRequest) (*jobspb.Result, error) {
+	if err := s.acct.ReserveConversions(ctx, u, 1); err != nil {
+		return nil, err
+	}
+	job.Kind = &jobspb.Job_Merge{Merge: &jobspb.MergeJob{
+		InputKeys: req.keys, InputNames: req.names, Watermark: req.watermark,
+	}}
+	res, err := s.runJob(ctx, job)
+	if err != nil {
+		if rerr := s.acct.ReleaseConversions(context.WithoutCancel(ctx), u, 1); rerr != nil {
+			s.Log.Warn("release conversion", "job_id", job.Id, "err", rerr)
+		}
+		return nil, err
+	}
+	return res, nil
+}
+
+// readMerge streams the uploads into the blob store and validates the
+// options. Files need not have a .pdf name or type: the worker reads the
+// bytes and names any file that is not a usable PDF.
+func (s *Server) readMerge(c echo.Context, prefix string) (*mergeRequest, error) {
+	if !isMultipart(c) {
+		return nil, apierr.Bad("Expected multipart/form-data with the PDFs under the key \"files\".").
+			WithHint("Send the PDFs as multipart/form-data, e.g. curl -F files=@a.pdf -F files=@b.pdf.")
+	}
+	up, err := readMergeParts(c, s.Blobs, prefix)
+	if err != nil {
+		return nil, err
+	}
+	if len(up.keys) == 0 {
+		e := apierr.Bad(msgNoPDFs)
+		if len(up.otherParts) > 0 {
+			e.Hint = fmt.Sprintf("Files were sent under %q; use the key \"files\".", up.otherParts)
+		} else {
+			e.Hint = "Send the PDFs under the form key \"files\", e.g. curl -F files=@a.pdf -F files=@b.pdf."
+		}
+		return nil, e
+	}
+	if err := up.parseOptions(); err != nil {
+		return nil, err
+	}
+	return &up.mergeRequest, nil
+}
+
+// mergeUpload is a merge's multipart body as read.
+type mergeUpload struct {
+	mergeRequest
+	options    string
+	otherParts []string
+}
+
+// readMergeParts streams every "files" part to prefix+<position>: a merge
+// may list the same file name twice (a cover page repeated, say), which the
+// generate upload's name-keyed bundle refuses. The client's names are kept
+// for error messages.
+func readMergeParts(c echo.Context, blobs blob.Store, prefix string) (*mergeUpload, error) {
+	mr, err := c.Request().MultipartReader()
+	if err != nil {
+		return nil, apierr.Bad("Malformed multipart body: %v", err)
+	}
+	ctx := c.Request().Context()
+	up := &mergeUpload{}
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			return up, nil
+		}
+		if err != nil {
+			return nil, bodyError(err)
+		}
+		err = up.readPart(ctx, part.FormName(), rawFileName(part), part, blobs, prefix)
+		part.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (up *mergeUpload) readPart(ctx context.Context, field, name string, r io.Reader, blobs blob.Store, prefix string) error {
+	switch field {
+	case "files":
+		if len(up.keys) >= maxFiles {
+			return apierr.Bad("Too many files: at most %d.", maxFiles)
+		}
+		key := fmt.Sprintf("%s%04d.pdf", prefix, len(up.keys))
+		cr := &countingReader{r: r}
+		if err := blobs.Put(ctx, key, cr, -1); err != nil {
+			if cr.err != nil {
+				return bodyError(cr.err)
+			}
+			return fmt.Errorf("store upload: %w", err)
+		}
+		if name == "" {
+			name = fmt.Sprintf("files[%d]", len(up.keys))
+		}
+		up.keys = append(up.keys, key)
+		up.names = append(up.names, name)
+	case "options":
+		b, err := io.ReadAll(io.LimitReader(r, 1<<20+1))
+		if err != nil {
+			return bodyError(err)
+		}
+		if len(b) > 1<<20 {
+			return apierr.Invalid("options", "larger than 1 MiB")
+		}
+		up.options = string(b)
+	default:
+		if name != "" {
+			up.otherParts = append(up.otherParts, field)
+		}
+		if _, err := io.Copy(io.Discard, r); err != nil {
+			return bodyError(err)
+		}
+	}
+	return nil
+}
+
+// parseOptions validates the options field: fileName (default
+// merged-document), host, userType and watermark (DESIGN §4.17).
+func (up *mergeUpload) parseOptions() error {
+	var raw mergeOptions
+	if strings.TrimSpace(up.options) != "" {
+		if err := pdfopts.Decode([]byte(up.options), &raw); err != nil {
+			return err
+		}
+	}
+	var err error
+	if up.fileName, err = pdfopts.FileName(raw.FileName, "merged-document"); err != nil {
+		return err
+	}
+	up.host = raw.Host != nil && *raw.Host
+	if raw.UserType != nil {
+		switch ut := strings.ToLower(strings.TrimSpace(*raw.UserType)); ut {
+		case "guest", "registered":
+			up.userType = ut
+		default:
+			return apierr.Invalid("userType", "must be guest or registered")
+		}
+	}
+	up.watermark, err = pdfopts.ParseWatermark(raw.Watermark)
+	return err
+}
