@@ -4,17 +4,22 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/docrender/docrender/pkg/apierr"
+	"github.com/docrender/docrender/pkg/batch"
+	"github.com/docrender/docrender/pkg/blob"
 )
 
 // --- helpers shared by the batch, SSE and webhook tests ---
@@ -281,6 +286,9 @@ func TestBatchStreamWithoutHost(t *testing.T) {
 	if status, again := c.progress(id); status != http.StatusOK || again != want {
 		t.Errorf("poll after completion: %d %+v", status, again)
 	}
+	if !svc.batchFilesGone(t, id, n) {
+		t.Error("inputs or PDFs of the completed batch left behind")
+	}
 }
 
 func TestBatchHostedWithoutStream(t *testing.T) {
@@ -458,4 +466,131 @@ func TestBatchQuotaIsAllOrNothing(t *testing.T) {
 	if got := c.usage(); got != 100 {
 		t.Errorf("usage %d after the batch, want 100", got)
 	}
+}
+
+// --- failure ---
+
+// stuckHTML never finishes loading: its render times out.
+const stuckHTML = `<script>while(true){}</script><p>never</p>`
+
+var (
+	slowOnce sync.Once
+	slowSvc  *service
+	slowErr  error
+)
+
+// slowService is a service with a 2 s render timeout (so a stuck document
+// fails fast) that may deliver webhooks to loopback receivers.
+func slowService(t testing.TB) *service {
+	t.Helper()
+	slowOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "docrender-e2e-slow-")
+		if err != nil {
+			slowErr = err
+			return
+		}
+		var stop func()
+		slowSvc, stop, slowErr = launch(dir, func(cfg *configT) {
+			cfg.RenderTimeout = 2 * time.Second
+			cfg.WebhookAllowHosts = []string{"127.0.0.1"}
+		})
+		if slowErr == nil {
+			cleanups = append(cleanups, stop, func() { os.RemoveAll(dir) })
+		}
+	})
+	if slowErr != nil {
+		t.Fatal(slowErr)
+	}
+	return slowSvc
+}
+
+// eventually waits until f holds.
+func eventually(t testing.TB, limit time.Duration, what string, f func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !f() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %s", limit, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+var failedDocRe = regexp.MustCompile(`^Document "stuck-([01])\.pdf" \(documents\[([01])\]\) failed: Rendering exceeded the time limit of 2s\.$`)
+
+// TestBatchFailingDocumentStream: both render slots take a stuck document
+// (the two first); the first to time out fails the batch naming it; the
+// six documents behind them are skipped, and every conversion comes back.
+// The progress stream ends with one error event carrying the same record.
+func TestBatchFailingDocumentStream(t *testing.T) {
+	svc := slowService(t)
+	c := newClient(t, svc)
+	ds := append([]map[string]any{
+		{"fileName": "stuck-0", "htmlContent": stuckHTML},
+		{"fileName": "stuck-1", "htmlContent": stuckHTML},
+	}, docs(6, "fine")...)
+	id := c.startStream(map[string]any{"documents": ds, "host": true})
+	if got := svc.hostedCount(t, c); got != 1 {
+		t.Errorf("hosted slots taken while running: %d, want 1", got)
+	}
+	events := readEvents(t, c.openStream(id))
+	last := events[len(events)-1]
+	m := failedDocRe.FindStringSubmatch(last.Data.Message)
+	if last.Name != "error" || last.Data.Status != "error" || last.Data.Total != len(ds) || m == nil || m[1] != m[2] {
+		t.Fatalf("last event %s %+v, want error naming a stuck document", last.Name, last.Data)
+	}
+	for _, e := range events[:len(events)-1] {
+		if e.Name != "progress" {
+			t.Fatalf("event %s before the error", e.Name)
+		}
+	}
+	status, p := c.progress(id)
+	if status != http.StatusOK || p != last.Data {
+		t.Errorf("poll after the error: %d %+v, want %+v", status, p, last.Data)
+	}
+	eventually(t, 30*time.Second, "conversions given back", func() bool { return c.usage() == 0 })
+	eventually(t, 10*time.Second, "hosted slot freed", func() bool { return svc.hostedCount(t, c) == 0 })
+	eventually(t, 10*time.Second, "batch files removed", func() bool { return svc.batchFilesGone(t, id, len(ds)) })
+}
+
+// TestBatchFailingDocumentSync: a non-stream batch answers 500 naming the
+// document; the document rendered before is counted, the failed one not.
+func TestBatchFailingDocumentSync(t *testing.T) {
+	svc := slowService(t)
+	c := newClient(t, svc)
+	ds := []map[string]any{
+		{"fileName": "fine", "htmlContent": docHTML("MARK-0")},
+		{"fileName": "stuck-1", "htmlContent": stuckHTML},
+	}
+	e := expectError(t, c.batch(map[string]any{"documents": ds}), http.StatusInternalServerError, apierr.Internal)
+	if !failedDocRe.MatchString(e.Message) {
+		t.Errorf("message %q", e.Message)
+	}
+	eventually(t, 10*time.Second, "the failed conversion given back", func() bool { return c.usage() == 1 })
+	// The service goes on: the next batch completes.
+	resp := c.batch(map[string]any{"documents": docs(2, "after")})
+	mustStatus(t, resp, http.StatusOK)
+	checkZip(t, readAll(t, resp), entryNames(2, "after"), markers(2))
+}
+
+func (s *service) hostedCount(t testing.TB, c *client) int64 {
+	t.Helper()
+	n, err := s.App.Server.Files().HostedCount(t.Context(), c.UserID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// batchFilesGone reports whether a batch's inputs and PDFs were removed.
+func (s *service) batchFilesGone(t testing.TB, id string, n int) bool {
+	t.Helper()
+	for i := range n {
+		for _, key := range []string{batch.InputPrefix(id, i) + "index.html", batch.PDFKey(id, i)} {
+			if _, err := s.App.Server.Blobs.Stat(t.Context(), key); !errors.Is(err, blob.ErrNotFound) {
+				return false
+			}
+		}
+	}
+	return true
 }

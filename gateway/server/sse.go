@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -18,6 +19,14 @@ const (
 	eventComplete = "complete"
 	eventError    = "error"
 )
+
+// activeStreams counts the progress streams open in this process, so a
+// test (or an operator's debugger) can see that a client leaving frees its
+// stream.
+var activeStreams atomic.Int64
+
+// ActiveProgressStreams is the number of open progress streams in this process.
+func ActiveProgressStreams() int64 { return activeStreams.Load() }
 
 // stream is GET /pdf/progress/:batchId/stream (spec 4.5, §6): a progress
 // event every 500 ms while the batch runs, then one complete or error
@@ -38,6 +47,8 @@ func (b *batchAPI) stream(c echo.Context) error {
 	// nginx and similar proxies buffer responses unless told not to.
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	activeStreams.Add(1)
+	defer activeStreams.Add(-1)
 	if rec == nil {
 		return writeEvent(w, eventError, batch.NotFoundProgress())
 	}

@@ -33,10 +33,16 @@ const (
 	webhookMaxDelay   = 5 * time.Minute
 )
 
-// webhookAckBackoff is when the server redelivers a delivery nobody
-// answered for (its worker died). Its first step is also the ack wait, so it
-// must exceed the longest delivery attempt (the HTTP timeout).
-var webhookAckBackoff = []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute}
+// webhookAckWait is when the server redelivers a delivery nobody answered
+// for (its worker died mid-try). It must exceed the longest try (the HTTP
+// timeout), or a slow receiver would get the same delivery twice at once.
+//
+// The retry backoff itself is not the consumer's BackOff list: a failed try
+// is nak'ed with its delay (NakWithDelay, nats-server 2.7+), which the server
+// records with the message, so it also holds across a restart. A BackOff
+// list would override that delay for every try after the first (the server
+// adds BackOff[n] to the nak's timestamp).
+const webhookAckWait = 30 * time.Second
 
 // ErrPermanent marks a delivery that retrying cannot help (a blocked
 // address, a malformed URL): the handler wraps it and the delivery is dropped.
@@ -53,7 +59,7 @@ func WebhookRetryDelay(attempt int) time.Duration {
 }
 
 // setupWebhooks creates the delivery stream and its consumer, with
-// features of nats-server 2.9 only (BackOff, NakWithDelay).
+// features of nats-server 2.9 only (NakWithDelay).
 func (c *Conn) setupWebhooks(ctx context.Context) error {
 	_, err := c.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:       c.n.WebhookStream,
@@ -69,7 +75,7 @@ func (c *Conn) setupWebhooks(ctx context.Context) error {
 		Durable:       c.n.WebhookConsumer,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		MaxDeliver:    WebhookMaxDeliver,
-		BackOff:       webhookAckBackoff,
+		AckWait:       webhookAckWait,
 		FilterSubject: c.n.WebhookSubject,
 		MaxAckPending: 10000,
 	})
