@@ -1,0 +1,174 @@
+package main
+
+import (
+	"archive/zip"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// invoice is a one-page document, numbered so every document differs.
+func invoice(no int) string {
+	var rows strings.Builder
+	for i := 1; i <= 20; i++ {
+		fmt.Fprintf(&rows, "<tr><td>%d</td><td>Consulting services, item %d</td><td>%d</td><td>€%d.00</td></tr>", i, i, i%5+1, (40+i)*(i%5+1))
+	}
+	return `<!doctype html><html><head><meta charset="utf-8"><style>
+body { font-family: 'Liberation Sans', sans-serif; font-size: 11pt; color: #222; }
+h1 { color: #2a6; } table { width: 100%; border-collapse: collapse; }
+th { background: #2a6; color: white; text-align: left; padding: 4px; } td { border-bottom: 1px solid #ddd; padding: 4px; }
+</style></head><body><h1>INVOICE ` + fmt.Sprintf("2026-%05d", no) + `</h1><p>ACME GmbH, Hauptstraße 1, 10115 Berlin</p>
+<table><thead><tr><th>#</th><th>Description</th><th>Qty</th><th>Amount</th></tr></thead><tbody>` + rows.String() + `</tbody></table>
+<p><b>Total due: €4,242.00</b></p></body></html>`
+}
+
+// api is a signed-in user of a running service.
+type api struct {
+	base, key string
+	http      *http.Client
+}
+
+func newAPI(base string) (*api, error) {
+	a := &api{base: base, http: &http.Client{Timeout: 30 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+	var reg struct {
+		Data struct {
+			Token string `json:"token"`
+		} `json:"data"`
+	}
+	email := fmt.Sprintf("bench-%d@example.com", time.Now().UnixNano())
+	if err := a.postJSON("/api/auth/register", "", map[string]string{"email": email, "password": "benchmark-pass"}, &reg); err != nil {
+		return nil, err
+	}
+	var key struct {
+		Data struct {
+			Key string `json:"key"`
+		} `json:"data"`
+	}
+	if err := a.postJSON("/api/keys", reg.Data.Token, map[string]string{"name": "bench"}, &key); err != nil {
+		return nil, err
+	}
+	a.key = key.Data.Key
+	return a, nil
+}
+
+func (a *api) postJSON(path, token string, body, out any) error {
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest("POST", a.base+path, bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	} else if a.key != "" {
+		req.Header.Set("X-API-Key", a.key)
+	}
+	resp, err := a.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("POST %s: %d %.300s", path, resp.StatusCode, data)
+	}
+	return json.Unmarshal(data, out)
+}
+
+func (a *api) get(path string) ([]byte, error) {
+	req, _ := http.NewRequest("GET", a.base+path, nil)
+	req.Header.Set("X-API-Key", a.key)
+	resp, err := a.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %d %.300s", path, resp.StatusCode, data)
+	}
+	return data, nil
+}
+
+// generate renders one document through /pdf/generate.
+func (a *api) generate(html string) error {
+	var buf bytes.Buffer
+	w := multipart.NewWriter(&buf)
+	p, _ := w.CreateFormFile("files", "index.html")
+	p.Write([]byte(html))
+	w.Close()
+	req, _ := http.NewRequest("POST", a.base+"/pdf/generate", &buf)
+	req.Header.Set("Content-Type", w.FormDataContentType())
+	req.Header.Set("X-API-Key", a.key)
+	resp, err := a.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK || !bytes.HasPrefix(body, []byte("%PDF")) {
+		return fmt.Errorf("generate: %d %.200s", resp.StatusCode, body)
+	}
+	return nil
+}
+
+func batchRequest(n int, stream bool) map[string]any {
+	docs := make([]map[string]string, n)
+	for i := range docs {
+		docs[i] = map[string]string{"fileName": fmt.Sprintf("invoice-%04d", i), "htmlContent": invoice(i)}
+	}
+	return map[string]any{"documents": docs, "batchName": "bench", "stream": stream}
+}
+
+// batchZip runs an n-document batch without stream: the answer is the ZIP.
+func (a *api) batchZip(n int) ([]byte, error) {
+	b, _ := json.Marshal(batchRequest(n, false))
+	req, _ := http.NewRequest("POST", a.base+"/pdf/generate-batch", bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-API-Key", a.key)
+	resp, err := a.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("batch: %d %.300s", resp.StatusCode, data)
+	}
+	return data, nil
+}
+
+// checkZip verifies the ZIP holds n PDFs.
+func checkZip(data []byte, n int) error {
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return fmt.Errorf("ZIP: %w", err)
+	}
+	if len(zr.File) != n {
+		return fmt.Errorf("ZIP has %d entries, want %d", len(zr.File), n)
+	}
+	for _, f := range zr.File {
+		rc, err := f.Open()
+		if err != nil {
+			return err
+		}
+		head := make([]byte, 5)
+		_, err = io.ReadFull(rc, head)
+		rc.Close()
+		if err != nil || string(head) != "%PDF-" {
+			return fmt.Errorf("entry %s is not a PDF", f.Name)
+		}
+	}
+	return nil
+}

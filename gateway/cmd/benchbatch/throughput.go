@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/docrender/docrender/gateway/app"
+	"github.com/docrender/docrender/pkg/config"
+)
+
+// throughput compares an n-document batch with n single renders on one
+// embedded service, alternating rounds so drift (thermal, caches) hits
+// both sides alike.
+func throughput(n, rounds int) error {
+	dir, err := os.MkdirTemp("", "docrender-benchbatch-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	cfg, err := config.Load(func(k string) string {
+		switch k {
+		case "DOCRENDER_DATA_DIR":
+			return dir
+		case "DOCRENDER_ADDR":
+			return "127.0.0.1:0"
+		case "DOCRENDER_PLAN_HOBBY_CONVERSIONS":
+			return "100000000"
+		case "DOCRENDER_PLAN_HOBBY_MAX_BATCH":
+			return strconv.Itoa(max(n, 10))
+		}
+		return os.Getenv(k)
+	})
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	a, err := app.Start(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		return err
+	}
+	defer a.Close(ctx)
+	c, err := newAPI("http://" + a.Addr())
+	if err != nil {
+		return err
+	}
+	conc := cfg.Workers
+	// Warm up Chromium's tabs and fonts on both paths.
+	if err := singles(c, 2*conc, conc); err != nil {
+		return err
+	}
+	if _, err := c.batchZip(conc); err != nil {
+		return err
+	}
+	fmt.Printf("docrender batch bench: %d one-page invoices, concurrency %d (DOCRENDER_WORKERS), %d rounds\n", n, conc, rounds)
+	fmt.Printf("%-6s | %-22s | %-22s | %s\n", "round", "single PDFs/s (time)", "batch PDFs/s (time)", "batch/single")
+	var singleTotal, batchTotal time.Duration
+	for r := 1; r <= rounds; r++ {
+		start := time.Now()
+		if err := singles(c, n, conc); err != nil {
+			return err
+		}
+		s := time.Since(start)
+		start = time.Now()
+		zip, err := c.batchZip(n)
+		if err != nil {
+			return err
+		}
+		b := time.Since(start)
+		if err := checkZip(zip, n); err != nil {
+			return err
+		}
+		singleTotal += s
+		batchTotal += b
+		fmt.Printf("%-6d | %8.2f (%7s)     | %8.2f (%7s)     | %5.1f%%\n", r, rate(n, s), s.Round(10*time.Millisecond),
+			rate(n, b), b.Round(10*time.Millisecond), 100*rate(n, b)/rate(n, s))
+	}
+	fmt.Printf("%-6s | %8.2f               | %8.2f               | %5.1f%% (target >= 90%%)\n", "all",
+		rate(n*rounds, singleTotal), rate(n*rounds, batchTotal), 100*singleTotal.Seconds()/batchTotal.Seconds())
+	return nil
+}
+
+// singles renders n documents through /pdf/generate from conc clients.
+func singles(c *api, n, conc int) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || failed.Load() != nil {
+					return
+				}
+				if err := c.generate(invoice(i)); err != nil {
+					failed.Store(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err, ok := failed.Load().(error); ok {
+		return err
+	}
+	return nil
+}
