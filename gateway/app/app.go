@@ -97,6 +97,8 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, er
 		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
 	}
 	a.http = &http.Server{Handler: a.Server.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	// Shutdown waits for open requests; progress streams would keep it waiting.
+	a.http.RegisterOnShutdown(a.Server.StopStreams)
 	go func() {
 		if err := a.http.Serve(a.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("http server stopped", "err", err)

@@ -265,3 +265,35 @@ func TestSSEInBrowser(t *testing.T) {
 	}
 	t.Logf("browser EventSource saw %d progress events, then complete", len(events)-1)
 }
+
+// TestSSEEndsOnShutdown: a gateway shutting down ends its open progress
+// streams at once (the client's EventSource reconnects elsewhere) instead
+// of waiting for their batches.
+func TestSSEEndsOnShutdown(t *testing.T) {
+	svc, stop, err := launch(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, svc)
+	id := c.startStream(map[string]any{"documents": slowDocs(8, 2500, "shutdown")})
+	resp := c.openStream(id)
+	checkSSEHeaders(t, resp)
+	done := make(chan []sseEvent)
+	go func() { done <- readEvents(t, resp) }()
+	time.Sleep(700 * time.Millisecond)
+	start := time.Now()
+	stop()
+	select {
+	case events := <-done:
+		for _, e := range events {
+			if e.Name != "progress" {
+				t.Errorf("event %s before the shutdown closed the stream", e.Name)
+			}
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("stream still open 5s after shutdown began")
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("shutdown took %s", d)
+	}
+}

@@ -43,6 +43,9 @@ type batchAPI struct {
 	tracker *batch.Tracker
 	// hooks checks webhook URLs against DOCRENDER_WEBHOOK_ALLOW_HOSTS at submission.
 	hooks *netguard.Policy
+	// closing is closed when the server shuts down: progress streams end.
+	closing   chan struct{}
+	closeOnce sync.Once
 }
 
 // batchRoutes are batch generation and its progress (spec 4.3-4.5).
@@ -51,7 +54,9 @@ func (s *Server) batchRoutes(e *echo.Echo) {
 		s:       s,
 		tracker: batch.New(s.State, s.Queue, s.files, s.Blobs, s.Log.With("component", "batch")),
 		hooks:   netguard.New(s.Config.WebhookAllowHosts),
+		closing: make(chan struct{}),
 	}
+	s.batches = b
 	e.POST("/pdf/generate-batch", b.generate, s.requireKey)
 	e.GET("/pdf/progress/:batchId", b.progress, s.requireKey)
 	e.GET("/pdf/progress/:batchId/stream", b.stream, s.requireKey)

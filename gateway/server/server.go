@@ -39,6 +39,8 @@ type Server struct {
 	e     *echo.Echo
 	acct  *account.Service
 	files *files.Store
+	// batches serves batch generation and progress (batch.go, sse.go).
+	batches *batchAPI
 }
 
 // New builds the server and its routes.

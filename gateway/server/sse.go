@@ -28,6 +28,16 @@ var activeStreams atomic.Int64
 // ActiveProgressStreams is the number of open progress streams in this process.
 func ActiveProgressStreams() int64 { return activeStreams.Load() }
 
+// StopStreams ends every open progress stream, without a final event: the
+// client's EventSource reconnects, to this gateway's successor or any other
+// (progress lives in the state store). The HTTP server calls it when it
+// shuts down, which would otherwise wait for every stream's batch to end.
+func (s *Server) StopStreams() {
+	if s.batches != nil {
+		s.batches.closeOnce.Do(func() { close(s.batches.closing) })
+	}
+}
+
 // stream is GET /pdf/progress/:batchId/stream (spec 4.5, §6): a progress
 // event every 500 ms while the batch runs, then one complete or error
 // event, then the connection closes. An unknown batch gets one error event
@@ -82,6 +92,8 @@ func (b *batchAPI) pushProgress(ctx context.Context, w *echo.Response, rec *batc
 		}
 		select {
 		case <-ctx.Done():
+			return nil
+		case <-b.closing:
 			return nil
 		case <-t.C:
 		}
