@@ -215,7 +215,8 @@ func TestBatchZipBinary(t *testing.T) {
 		{"fileName": "invoice", "htmlContent": docHTML("MARK-2")},
 		{"fileName": "Invoice", "htmlContent": docHTML("MARK-3")},
 	}
-	resp := c.batch(map[string]any{"documents": ds, "batchName": "quarterly", "options": map[string]any{"format": "A5"}})
+	opts := map[string]any{"format": "A5", "watermark": map[string]any{"text": "DRAFTMARK", "rotation": 0}}
+	resp := c.batch(map[string]any{"documents": ds, "batchName": "quarterly", "options": opts})
 	mustStatus(t, resp, http.StatusOK)
 	if ct := resp.Header.Get("Content-Type"); ct != "application/zip" {
 		t.Errorf("Content-Type %q", ct)
@@ -225,11 +226,14 @@ func TestBatchZipBinary(t *testing.T) {
 	}
 	data := readAll(t, resp)
 	checkZip(t, data, []string{"invoice.pdf", "report.pdf", "invoice (2).pdf", "Invoice (3).pdf"}, markers(4))
-	// Options apply to every document: A5 is 419.53 x 595.28 pt.
+	// Options apply to every document: A5 is 419.53 x 595.28 pt, and the watermark.
 	_, entries := unzip(t, data)
 	for n, pdf := range entries {
 		if pi := info(t, pdf); !near(pi.Width, 419.53, 1.5) {
 			t.Errorf("%s: width %.2f, want A5", n, pi.Width)
+		}
+		if !strings.Contains(text(t, pdf), "DRAFTMARK") {
+			t.Errorf("%s: no watermark", n)
 		}
 	}
 	if got := c.usage(); got != 4 {
