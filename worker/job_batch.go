@@ -85,7 +85,7 @@ func (w *Worker) handleBatchDoc(ctx context.Context, job *jobspb.Job, d queue.De
 	}
 	res, err := w.handleRender(ctx, job)
 	if err != nil && d.Last {
-		w.log.Error("batch document failed on its last try", "batch_id", r.ID, "index", i, "err", err)
+		w.log.ErrorContext(ctx, "batch document failed on its last try", "batch_id", r.ID, "index", i, "err", err)
 		res, err = failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, "The document could not be rendered."), nil
 	}
 	if err != nil {
@@ -98,6 +98,7 @@ func (w *Worker) handleBatchDoc(ctx context.Context, job *jobspb.Job, d queue.De
 	if err != nil {
 		return nil, err
 	}
+	w.metrics.BatchDocument("done")
 	if n == r.Total {
 		if err := bt.QueueZip(ctx, r); err != nil {
 			return nil, err
@@ -118,6 +119,7 @@ func (w *Worker) skipBatchDoc(ctx context.Context, r *batch.Record, i int, d que
 	if err := w.batch.batches.DocNotDone(ctx, r, i); err != nil {
 		return nil, err
 	}
+	w.metrics.BatchDocument("skipped")
 	return failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, "Skipped: the batch already failed."), nil
 }
 
@@ -129,8 +131,16 @@ func (w *Worker) failBatchDoc(ctx context.Context, r *batch.Record, i int, reaso
 		name = fmt.Sprintf("%q (documents[%d])", names[i], i)
 	}
 	msg := fmt.Sprintf("Document %s failed: %s", name, reason)
-	if _, err := w.batch.batches.Fail(ctx, r, msg); err != nil {
+	won, err := w.batch.batches.Fail(ctx, r, msg)
+	if err != nil {
 		return err
 	}
-	return w.batch.batches.DocNotDone(ctx, r, i)
+	if won {
+		w.metrics.BatchFinished("error")
+	}
+	if err := w.batch.batches.DocNotDone(ctx, r, i); err != nil {
+		return err
+	}
+	w.metrics.BatchDocument("failed")
+	return nil
 }

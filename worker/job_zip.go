@@ -42,15 +42,23 @@ func (w *Worker) handleZip(ctx context.Context, job *jobspb.Job, d queue.Deliver
 		if !d.Last {
 			return nil, err
 		}
-		w.log.Error("batch ZIP failed on its last try", "batch_id", r.ID, "err", err)
+		w.log.ErrorContext(ctx, "batch ZIP failed on its last try", "batch_id", r.ID, "err", err)
 		_ = w.blobs.Delete(context.WithoutCancel(ctx), files.BlobKey(r.ZipID))
-		if _, ferr := bt.Fail(ctx, r, "The ZIP archive could not be assembled."); ferr != nil {
+		won, ferr := bt.Fail(ctx, r, "The ZIP archive could not be assembled.")
+		if ferr != nil {
 			return nil, ferr
+		}
+		if won {
+			w.metrics.BatchFinished("error")
 		}
 		return failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, "The ZIP archive could not be assembled."), nil
 	}
-	if _, err := bt.Complete(ctx, r, bt.ZipFile(r, size)); err != nil {
+	won, err := bt.Complete(ctx, r, bt.ZipFile(r, size))
+	if err != nil {
 		return nil, err
+	}
+	if won {
+		w.metrics.BatchFinished("completed")
 	}
 	return &jobspb.Result{OutputKey: files.BlobKey(r.ZipID), Size: size}, nil
 }

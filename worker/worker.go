@@ -12,6 +12,7 @@ import (
 
 	"github.com/docrender/docrender/pkg/blob"
 	"github.com/docrender/docrender/pkg/config"
+	"github.com/docrender/docrender/pkg/metrics"
 	"github.com/docrender/docrender/pkg/netguard"
 	"github.com/docrender/docrender/pkg/queue"
 	"github.com/docrender/docrender/pkg/state"
@@ -32,6 +33,8 @@ type Worker struct {
 	renderer *render.Renderer
 	// batch is nil on a worker without a shared state store.
 	batch *batchSupport
+	// metrics is nil until Instrument (all its methods accept nil).
+	metrics *metrics.Metrics
 }
 
 // New starts the egress proxy and Chromium. st is the state store shared
@@ -52,6 +55,15 @@ func New(ctx context.Context, cfg config.Config, q *queue.Conn, blobs blob.Store
 		Hooks: []render.PageHook{render.QRCodes}}
 	w.batch = newBatchSupport(st, w)
 	return w, nil
+}
+
+// Instrument makes the worker record its jobs, browser restarts and queue
+// depth in m. Call it before Run; an embedded gateway passes its own m, so
+// one /metrics shows both.
+func (w *Worker) Instrument(m *metrics.Metrics) {
+	w.metrics = m
+	m.WatchBrowserRestarts(w.pool.Restarts)
+	m.WatchQueueDepth(w.q.Depth)
 }
 
 // Pool exposes the browser pool (readiness checks, tests).
@@ -78,8 +90,10 @@ func failure(kind jobspb.ErrorKind, msg string) *jobspb.Result {
 func (w *Worker) Handle(ctx context.Context, job *jobspb.Job, d queue.Delivery) (*jobspb.Result, error) {
 	log := w.log.With("job_id", job.Id, "request_id", job.RequestId, "batch_id", job.BatchId)
 	start := time.Now()
+	done := w.metrics.JobStarted(jobKind(job))
 	var res *jobspb.Result
 	var err error
+	defer func() { done(outcome(res, err)) }()
 	switch job.Kind.(type) {
 	case *jobspb.Job_Render:
 		if job.BatchId != "" {
@@ -103,6 +117,31 @@ func (w *Worker) Handle(ctx context.Context, job *jobspb.Job, d queue.Delivery) 
 		log.Info("job done", "bytes", res.Size, "ms", time.Since(start).Milliseconds())
 	}
 	return res, err
+}
+
+// jobKind is the kind label of a job's metrics.
+func jobKind(job *jobspb.Job) string {
+	switch job.Kind.(type) {
+	case *jobspb.Job_Zip:
+		return metrics.KindZip
+	case *jobspb.Job_Merge:
+		return metrics.KindMerge
+	}
+	if job.BatchId != "" {
+		return metrics.KindBatch
+	}
+	return metrics.KindRender
+}
+
+// outcome is the outcome label of a finished job.
+func outcome(res *jobspb.Result, err error) string {
+	switch {
+	case err != nil:
+		return metrics.OutcomeError
+	case res == nil || res.ErrorKind != jobspb.ErrorKind_ERROR_KIND_NONE:
+		return metrics.OutcomeRefused
+	}
+	return metrics.OutcomeOK
 }
 
 // store writes a finished PDF to the job's output key.

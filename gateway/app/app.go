@@ -20,6 +20,7 @@ import (
 	gw "github.com/docrender/docrender/gateway/server"
 	"github.com/docrender/docrender/pkg/blob"
 	"github.com/docrender/docrender/pkg/config"
+	"github.com/docrender/docrender/pkg/metrics"
 	"github.com/docrender/docrender/pkg/queue"
 	"github.com/docrender/docrender/pkg/state"
 	"github.com/docrender/docrender/pkg/stores"
@@ -33,6 +34,8 @@ type App struct {
 	// Worker is the in-process worker pool (embedded mode only).
 	Worker *worker.Worker
 	Log    *slog.Logger
+	// Metrics are this process's collectors (the in-process worker's too).
+	Metrics *metrics.Metrics
 
 	nats     *server.Server
 	queue    *queue.Conn
@@ -49,7 +52,7 @@ type App struct {
 
 // Start builds everything and starts listening on cfg.Addr.
 func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err error) {
-	a := &App{Config: cfg, Log: log}
+	a := &App{Config: cfg, Log: log, Metrics: metrics.New()}
 	defer func() {
 		if err != nil {
 			a.Close(context.Background())
@@ -77,12 +80,14 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, er
 		// lifecycle support must not keep the service down.
 		log.Warn("bucket lifecycle rules not installed", "err", err)
 	}
+	a.Metrics.WatchQueueDepth(a.queue.Depth)
 	ready := map[string]func(context.Context) error{}
 	if cfg.Embedded() {
 		if a.Worker, err = worker.New(ctx, cfg, a.queue, a.blobs, a.state, log.With("component", "worker")); err != nil {
 			return nil, err
 		}
 		ready["browser"] = a.Worker.Pool().Ready
+		a.Worker.Instrument(a.Metrics)
 		wctx, cancel := context.WithCancel(context.Background())
 		a.stopWork = cancel
 		a.workerWG.Add(1)
@@ -91,7 +96,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, er
 			_ = a.Worker.Run(wctx)
 		}()
 	}
-	a.Server = gw.New(gw.Deps{Config: cfg, Queue: a.queue, State: a.state, Blobs: a.blobs, Log: log, Ready: ready})
+	a.Server = gw.New(gw.Deps{Config: cfg, Queue: a.queue, State: a.state, Blobs: a.blobs, Log: log, Ready: ready, Metrics: a.Metrics})
 	a.startSweeper(a.Server.Files())
 	if a.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
 		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)

@@ -186,6 +186,9 @@ func splitEnv(ns, dataDir string, extra map[string]string) map[string]string {
 		"DOCRENDER_DATA_DIR":        dataDir,
 		"DOCRENDER_WORKERS":         "2",
 		"DOCRENDER_RENDER_TIMEOUT":  "15s",
+		// Any free port: several workers run at once (tests override it
+		// when they probe the worker).
+		"DOCRENDER_WORKER_ADDR": "127.0.0.1:0",
 	}
 	for k, v := range extra {
 		env[k] = v

@@ -320,8 +320,10 @@ func (b *batchAPI) publish(ctx context.Context, c echo.Context, rec *batch.Recor
 		if err := b.s.Queue.Publish(ctx, job); err != nil {
 			bg := context.WithoutCancel(ctx)
 			logger(c).Error("queuing a batch failed", "batch_id", rec.ID, "queued", i, "err", err)
-			if _, ferr := b.tracker.Fail(bg, rec, fmt.Sprintf("The batch could not be queued (%d of %d documents queued).", i, rec.Total)); ferr != nil {
+			if won, ferr := b.tracker.Fail(bg, rec, fmt.Sprintf("The batch could not be queued (%d of %d documents queued).", i, rec.Total)); ferr != nil {
 				logger(c).Error("failing the batch failed", "batch_id", rec.ID, "err", ferr)
+			} else if won {
+				b.s.Metrics.BatchFinished("error")
 			}
 			if rerr := b.tracker.ReleaseUnqueued(bg, rec, i); rerr != nil {
 				logger(c).Error("giving back unqueued documents failed", "batch_id", rec.ID, "err", rerr)

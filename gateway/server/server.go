@@ -18,6 +18,8 @@ import (
 	"github.com/docrender/docrender/pkg/blob"
 	"github.com/docrender/docrender/pkg/config"
 	"github.com/docrender/docrender/pkg/files"
+	"github.com/docrender/docrender/pkg/logging"
+	"github.com/docrender/docrender/pkg/metrics"
 	"github.com/docrender/docrender/pkg/queue"
 	"github.com/docrender/docrender/pkg/state"
 )
@@ -31,6 +33,9 @@ type Deps struct {
 	Log    *slog.Logger
 	// Ready adds checks to /readyz (an in-process browser, say).
 	Ready map[string]func(context.Context) error
+	// Metrics are the process's collectors, served on /metrics; nil gets
+	// a fresh set.
+	Metrics *metrics.Metrics
 }
 
 // Server is the HTTP API.
@@ -39,6 +44,9 @@ type Server struct {
 	e     *echo.Echo
 	acct  *account.Service
 	files *files.Store
+	// routeSet holds the registered route templates: anything else is
+	// counted as "unmatched", so scanners cannot mint label values.
+	routeSet map[string]bool
 	// batches serves batch generation and progress (batch.go, sse.go).
 	batches *batchAPI
 }
@@ -48,14 +56,23 @@ func New(d Deps) *Server {
 	s := &Server{Deps: d, e: echo.New(), acct: account.New(d.State, d.Config), files: files.New(d.State, d.Blobs)}
 	s.e.HideBanner, s.e.HidePort = true, true
 	s.e.HTTPErrorHandler = s.writeError
+	if s.Metrics == nil {
+		s.Metrics = metrics.New()
+	}
 	s.e.Pre(middleware.RequestIDWithConfig(middleware.RequestIDConfig{
 		Generator: account.RandomID,
 		RequestIDHandler: func(c echo.Context, id string) {
 			c.Set("log", s.Log.With("request_id", id))
+			// Code that logs with the request's context carries the ID too.
+			c.SetRequest(c.Request().WithContext(logging.With(c.Request().Context(), "request_id", id)))
 		},
 	}))
 	s.e.Use(s.recoverPanics, s.logRequests, s.limitBody)
 	s.routes()
+	s.routeSet = map[string]bool{}
+	for _, r := range s.e.Routes() {
+		s.routeSet[r.Path] = true
+	}
 	return s
 }
 
@@ -88,6 +105,7 @@ func (s *Server) routes() {
 
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]any{"status": "ok"}) })
 	e.GET("/readyz", s.readyz)
+	e.GET("/metrics", echo.WrapHandler(s.Metrics.Handler()))
 }
 
 func (s *Server) readyz(c echo.Context) error {
@@ -168,6 +186,9 @@ func (s *Server) writeError(err error, c echo.Context) {
 	if ae.Status >= 500 {
 		logger(c).Error("request failed", "status", ae.Status, "err", err)
 	}
+	if ae.Code == apierr.QuotaExceeded || ae.Code == apierr.HostedLimit {
+		s.Metrics.QuotaRejected(ae.Code)
+	}
 	for k, v := range ae.Header {
 		c.Response().Header().Set(k, v)
 	}
@@ -201,10 +222,21 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 			c.Error(err)
 		}
 		req := c.Request()
+		took := time.Since(start)
 		logger(c).Info("request", "method", req.Method, "path", req.URL.Path,
-			"status", c.Response().Status, "bytes", c.Response().Size, "ms", time.Since(start).Milliseconds())
+			"status", c.Response().Status, "bytes", c.Response().Size, "ms", took.Milliseconds())
+		s.Metrics.ObserveHTTP(s.routeLabel(c), req.Method, c.Response().Status, took)
 		return nil
 	}
+}
+
+// routeLabel is the request's route template, or "unmatched" for paths no
+// route has (404s, 405s on unknown paths).
+func (s *Server) routeLabel(c echo.Context) string {
+	if p := c.Path(); s.routeSet[p] {
+		return p
+	}
+	return "unmatched"
 }
 
 // limitBody refuses bodies over DOCRENDER_MAX_UPLOAD_BYTES, before reading

@@ -322,7 +322,7 @@ func (t *Tracker) release(ctx context.Context, r *Record, n int64) {
 		return
 	}
 	if _, err := t.st.IncrBy(ctx, r.UsageKey, -n, 62*24*time.Hour); err != nil {
-		t.log.Error("giving conversions back failed", "batch_id", r.ID, "n", n, "err", err)
+		t.log.ErrorContext(ctx, "giving conversions back failed", "batch_id", r.ID, "n", n, "err", err)
 	}
 }
 
@@ -339,7 +339,7 @@ func (t *Tracker) ReleaseUnqueued(ctx context.Context, r *Record, from int) erro
 
 func (t *Tracker) removeTemp(ctx context.Context, r *Record) {
 	if err := t.blobs.DeletePrefix(context.WithoutCancel(ctx), Prefix(r.ID)); err != nil {
-		t.log.Warn("removing batch files failed", "batch_id", r.ID, "err", err)
+		t.log.WarnContext(ctx, "removing batch files failed", "batch_id", r.ID, "err", err)
 	}
 }
 
@@ -356,10 +356,10 @@ func (t *Tracker) Fail(ctx context.Context, r *Record, msg string) (bool, error)
 	if err != nil || !won {
 		return won, err
 	}
-	t.log.Warn("batch failed", "batch_id", r.ID, "request_id", r.RequestID, "msg", msg)
+	t.log.WarnContext(ctx, "batch failed", "batch_id", r.ID, "request_id", r.RequestID, "msg", msg)
 	if r.Host {
 		if err := t.files.ReleaseHosted(context.WithoutCancel(ctx), r.OwnerID, r.ZipID); err != nil {
-			t.log.Error("freeing the hosted slot failed", "batch_id", r.ID, "err", err)
+			t.log.ErrorContext(ctx, "freeing the hosted slot failed", "batch_id", r.ID, "err", err)
 		}
 	}
 	return true, t.Notify(ctx, r)
@@ -450,10 +450,10 @@ func (t *Tracker) Complete(ctx context.Context, r *Record, zip *files.File) (boo
 	if err != nil || !won {
 		return won, err
 	}
-	t.log.Info("batch completed", "batch_id", r.ID, "request_id", r.RequestID, "documents", r.Total, "zip_bytes", zip.Size)
+	t.log.InfoContext(ctx, "batch completed", "batch_id", r.ID, "request_id", r.RequestID, "documents", r.Total, "zip_bytes", zip.Size)
 	// The batch's state now lives exactly as long as its ZIP.
 	if err := t.putRecord(ctx, r, time.Until(zip.ExpiresAt)); err != nil {
-		t.log.Warn("shortening the batch record's life failed", "batch_id", r.ID, "err", err)
+		t.log.WarnContext(ctx, "shortening the batch record's life failed", "batch_id", r.ID, "err", err)
 	}
 	t.removeTemp(ctx, r)
 	return true, t.Notify(ctx, r)

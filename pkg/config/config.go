@@ -23,10 +23,12 @@ type Plan struct {
 
 // Config is the whole configuration of a gateway or worker process.
 type Config struct {
-	Addr    string
-	BaseURL string
-	DataDir string
-	NATSURL string
+	Addr string
+	// WorkerAddr is where bin/worker serves /healthz, /readyz and /metrics.
+	WorkerAddr string
+	BaseURL    string
+	DataDir    string
+	NATSURL    string
 	// QueueNamespace prefixes every stream, consumer and subject name.
 	QueueNamespace string
 	RedisURL       string
@@ -58,6 +60,7 @@ func Load(getenv func(string) string) (Config, error) {
 	p := parser{getenv: getenv}
 	c := Config{
 		Addr:              p.str("DOCRENDER_ADDR", ":8080"),
+		WorkerAddr:        p.str("DOCRENDER_WORKER_ADDR", ":9090"),
 		BaseURL:           strings.TrimRight(p.str("DOCRENDER_BASE_URL", "http://localhost:8080"), "/"),
 		DataDir:           p.str("DOCRENDER_DATA_DIR", "./data"),
 		NATSURL:           p.str("DOCRENDER_NATS_URL", ""),

@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/docrender/docrender/pkg/logging"
 	"github.com/docrender/docrender/proto/jobspb"
 )
 
@@ -296,7 +297,10 @@ func (c *Conn) handle(msg jetstream.Msg, h Handler) {
 	d.Last = d.Attempt >= MaxDeliver
 	log := c.log.With("job_id", job.Id, "request_id", job.RequestId, "batch_id", job.BatchId, "attempt", d.Attempt)
 
-	ctx, cancel := context.WithCancel(context.Background())
+	// The job's IDs travel in its context: every line logged with it (in the
+	// worker, the batch tracker, ...) carries them.
+	ctx, cancel := context.WithCancel(logging.With(context.Background(),
+		"job_id", job.Id, "request_id", job.RequestId, "batch_id", job.BatchId))
 	defer cancel()
 	// Keep the job ours while it runs.
 	go func() {

@@ -58,6 +58,9 @@ type Pool struct {
 	restarts atomic.Int64
 	stop     chan struct{}
 	wg       sync.WaitGroup
+	// noSandbox: Chromium's sandbox is off (running as root, where Chromium
+	// refuses it, or where it could not start; see Start).
+	noSandbox bool
 }
 
 // FindChromium returns the browser to use: the configured path or the first
@@ -87,8 +90,16 @@ func Start(ctx context.Context, cfg Config) (*Pool, error) {
 	if cfg.Tabs < 1 {
 		cfg.Tabs = 1
 	}
-	p := &Pool{cfg: cfg, ready: make(chan *tab, cfg.Tabs), stop: make(chan struct{})}
+	p := &Pool{cfg: cfg, ready: make(chan *tab, cfg.Tabs), stop: make(chan struct{}), noSandbox: os.Geteuid() == 0}
 	inst, err := p.launch(1)
+	if err != nil && !p.noSandbox {
+		// The sandbox needs user namespaces, which some container runtimes
+		// (Docker's default seccomp profile) refuse. Every page still goes
+		// through the egress proxy in a context of its own; say so loudly.
+		cfg.Log.Warn("chromium failed to start with its sandbox; starting it without (allow user namespaces to keep the sandbox)", "err", err)
+		p.noSandbox = true
+		inst, err = p.launch(1)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +121,6 @@ func (p *Pool) launch(gen int64) (*instance, error) {
 	l := launcher.New().
 		Bin(p.cfg.Bin).
 		Headless(true).
-		Set("no-sandbox").
 		Set("disable-gpu").
 		Set("disable-quic").
 		Set("disable-component-update").
@@ -124,6 +134,9 @@ func (p *Pool) launch(gen int64) (*instance, error) {
 		// Nothing but the proxy: no WebRTC UDP around it.
 		Set("force-webrtc-ip-handling-policy").
 		Set("webrtc-ip-handling-policy", "disable_non_proxied_udp")
+	// As root Chromium refuses its sandbox; otherwise keep it (rod's
+	// launcher would drop it by default inside containers).
+	l = l.NoSandbox(p.noSandbox)
 	u, err := l.Launch()
 	if err != nil {
 		l.Kill()

@@ -4,18 +4,22 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/docrender/docrender/pkg/config"
 	"github.com/docrender/docrender/pkg/logging"
+	"github.com/docrender/docrender/pkg/metrics"
 	"github.com/docrender/docrender/pkg/queue"
 	"github.com/docrender/docrender/pkg/state"
 	"github.com/docrender/docrender/pkg/stores"
 	"github.com/docrender/docrender/worker"
+	"github.com/docrender/docrender/worker/ops"
 )
 
 func main() {
@@ -36,6 +40,18 @@ func run() error {
 	log := logging.New(cfg.LogLevel, "worker")
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+
+	// The ops listener comes first: /healthz answers while Chromium starts.
+	m := metrics.New()
+	opsSrv, err := ops.Start(cfg.WorkerAddr, m, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = opsSrv.Close(sctx)
+	}()
 
 	q, err := queue.Connect(ctx, cfg.NATSURL, nil, cfg.QueueNamespace, "docrender-worker", log)
 	if err != nil {
@@ -61,8 +77,29 @@ func run() error {
 		return err
 	}
 	defer w.Close()
+	w.Instrument(m)
+	opsSrv.SetChecks(readiness(q, blobs.Ready, st, w))
 	log.Info("worker ready", "nats", cfg.NATSURL, "slots", cfg.Workers)
 	return w.Run(ctx)
+}
+
+// readiness is what /readyz checks: the queue connection, the stores and
+// a browser that answers.
+func readiness(q *queue.Conn, blobsReady ops.Check, st state.Store, w *worker.Worker) map[string]ops.Check {
+	checks := map[string]ops.Check{
+		"queue": func(context.Context) error {
+			if !q.NATS().IsConnected() {
+				return errors.New("not connected")
+			}
+			return nil
+		},
+		"blobs":   blobsReady,
+		"browser": w.Pool().Ready,
+	}
+	if st != nil {
+		checks["state"] = st.Ready
+	}
+	return checks
 }
 
 // openSharedState opens the state store batches keep their progress in.
