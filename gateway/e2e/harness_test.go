@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/textproto"
@@ -96,6 +97,14 @@ func startService(t testing.TB, edit func(*config.Config)) *service {
 
 func launch(dir string, edit func(*config.Config)) (*service, func(), error) {
 	cfg := baseConfig(dir)
+	// The base URL goes into every URL the API returns, so the port is chosen first.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.Addr = ln.Addr().String()
+	ln.Close()
+	cfg.BaseURL = "http://" + cfg.Addr
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -104,7 +113,6 @@ func launch(dir string, edit func(*config.Config)) (*service, func(), error) {
 		return nil, nil, err
 	}
 	url := "http://" + a.Addr()
-	a.Config.BaseURL = url
 	stop := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
