@@ -365,6 +365,11 @@ func (b *batchAPI) answerWhenDone(c echo.Context, rec *batch.Record) error {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return apierr.Newf(http.StatusInternalServerError, "The batch did not finish in time. Track it at %s/pdf/progress/%s.", rec.BaseURL, rec.ID)
 		}
+		if errors.Is(err, context.Canceled) {
+			// Nobody to answer; the batch goes on and its ZIP expires unread.
+			logger(c).Info("client left before its batch ended", "batch_id", rec.ID)
+			return nil
+		}
 		return err
 	}
 	if p.Status == batch.Error {
