@@ -246,6 +246,18 @@ func TestMergeBadRequests(t *testing.T) {
 	if got := c.usage(); got != before {
 		t.Errorf("conversions %d → %d after refused merges", before, got)
 	}
+	t.Run("only files that are not PDFs", func(t *testing.T) {
+		files := []file{
+			{Field: "files", Name: "notes.txt", Type: "text/plain", Data: []byte("plain text")},
+			{Field: "files", Name: "logo.png", Type: "image/png", Data: tinyPNG(t)},
+		}
+		e := expectError(t, c.merge(files, nil), http.StatusBadRequest, apierr.BadRequest)
+		got, _ := json.Marshal(e.Raw["receivedFiles"])
+		want := `[{"mimetype":"text/plain","name":"notes.txt"},{"mimetype":"image/png","name":"logo.png"}]`
+		if !strings.Contains(e.Message, noPDFs) || string(got) != want {
+			t.Errorf("message %q, receivedFiles %s: want %q and %s", e.Message, got, noPDFs, want)
+		}
+	})
 	t.Run("no key", func(t *testing.T) {
 		resp, err := http.Post(svc.URL+"/pdf/merge", "multipart/form-data; boundary=x", strings.NewReader("--x--\r\n"))
 		if err != nil {

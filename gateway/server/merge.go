@@ -1,11 +1,13 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -114,14 +116,8 @@ func (s *Server) readMerge(c echo.Context, prefix string) (*mergeRequest, error)
 	if err != nil {
 		return nil, err
 	}
-	if len(up.keys) == 0 {
-		e := apierr.Bad(msgNoPDFs)
-		if len(up.otherParts) > 0 {
-			e.Hint = fmt.Sprintf("Files were sent under %q; use the key \"files\".", up.otherParts)
-		} else {
-			e.Hint = "Send the PDFs under the form key \"files\", e.g. curl -F files=@a.pdf -F files=@b.pdf."
-		}
-		return nil, e
+	if err := up.checkPDFs(); err != nil {
+		return nil, err
 	}
 	if err := up.parseOptions(); err != nil {
 		return nil, err
@@ -134,6 +130,67 @@ type mergeUpload struct {
 	mergeRequest
 	options    string
 	otherParts []string
+	// received describes every file part, for the no-PDF answer.
+	received []uploadedFile
+	// notPDF says, per file part, why it is not a PDF ("" when it looks like one).
+	notPDF []string
+}
+
+// checkPDFs answers before any job runs when the upload holds no PDF at
+// all (spec 4.2's 400, with the files received) or a part that is plainly
+// not one (a 400 naming it, as the worker would after a queue trip). The
+// worker still reads every part in full and names corrupt, truncated or
+// encrypted ones.
+func (up *mergeUpload) checkPDFs() error {
+	if len(up.keys) > 0 && !slices.Contains(up.notPDF, "") {
+		e := apierr.Bad(msgNoPDFs)
+		e.Hint = "None of the uploaded files is a PDF (a PDF starts with %PDF-)."
+		e.Extra = map[string]any{"receivedFiles": up.received}
+		return e
+	}
+	for i, why := range up.notPDF {
+		if why != "" {
+			return apierr.Bad("Invalid PDF file %q: %s.", up.names[i], why)
+		}
+	}
+	if len(up.keys) == 0 {
+		e := apierr.Bad(msgNoPDFs)
+		if len(up.otherParts) > 0 {
+			e.Hint = fmt.Sprintf("Files were sent under %q; use the key \"files\".", up.otherParts)
+		} else {
+			e.Hint = "Send the PDFs under the form key \"files\", e.g. curl -F files=@a.pdf -F files=@b.pdf."
+		}
+		return e
+	}
+	return nil
+}
+
+// pdfSniffer keeps the first bytes of a stream to tell a PDF from anything
+// else: readers accept up to 1 KiB of junk before the %PDF- header.
+type pdfSniffer struct {
+	r    io.Reader
+	head []byte
+}
+
+const sniffLen = 1024
+
+func (s *pdfSniffer) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if room := sniffLen - len(s.head); room > 0 {
+		s.head = append(s.head, p[:min(n, room)]...)
+	}
+	return n, err
+}
+
+// notPDF is why the stream is not a PDF, or "" when it may be one.
+func (s *pdfSniffer) notPDF() string {
+	switch {
+	case len(s.head) == 0:
+		return "the file is empty"
+	case !bytes.Contains(s.head, []byte("%PDF-")):
+		return "not a PDF file"
+	}
+	return ""
 }
 
 // readMergeParts streams every "files" part to prefix+<position>: a merge
@@ -155,7 +212,7 @@ func readMergeParts(c echo.Context, blobs blob.Store, prefix string) (*mergeUplo
 		if err != nil {
 			return nil, bodyError(err)
 		}
-		err = up.readPart(ctx, part.FormName(), rawFileName(part), part, blobs, prefix)
+		err = up.readPart(ctx, part.FormName(), rawFileName(part), part.Header.Get("Content-Type"), part, blobs, prefix)
 		part.Close()
 		if err != nil {
 			return nil, err
@@ -163,14 +220,18 @@ func readMergeParts(c echo.Context, blobs blob.Store, prefix string) (*mergeUplo
 	}
 }
 
-func (up *mergeUpload) readPart(ctx context.Context, field, name string, r io.Reader, blobs blob.Store, prefix string) error {
+func (up *mergeUpload) readPart(ctx context.Context, field, name, mimeType string, r io.Reader, blobs blob.Store, prefix string) error {
+	if mimeType == "" {
+		mimeType = "application/octet-stream"
+	}
 	switch field {
 	case "files":
 		if len(up.keys) >= maxFiles {
 			return apierr.Bad("Too many files: at most %d.", maxFiles)
 		}
 		key := fmt.Sprintf("%s%04d.pdf", prefix, len(up.keys))
-		cr := &countingReader{r: r}
+		sn := &pdfSniffer{r: r}
+		cr := &countingReader{r: sn}
 		if err := blobs.Put(ctx, key, cr, -1); err != nil {
 			if cr.err != nil {
 				return bodyError(cr.err)
@@ -182,6 +243,8 @@ func (up *mergeUpload) readPart(ctx context.Context, field, name string, r io.Re
 		}
 		up.keys = append(up.keys, key)
 		up.names = append(up.names, name)
+		up.notPDF = append(up.notPDF, sn.notPDF())
+		up.received = append(up.received, uploadedFile{Name: name, MimeType: mimeType})
 	case "options":
 		b, err := io.ReadAll(io.LimitReader(r, 1<<20+1))
 		if err != nil {
