@@ -93,7 +93,7 @@ func (w *Worker) Handle(ctx context.Context, job *jobspb.Job, d queue.Delivery) 
 	done := w.metrics.JobStarted(jobKind(job))
 	var res *jobspb.Result
 	var err error
-	defer func() { done(outcome(res, err)) }()
+	defer func() { done(outcome(ctx, res, err)) }()
 	switch job.Kind.(type) {
 	case *jobspb.Job_Render:
 		if job.BatchId != "" {
@@ -109,6 +109,9 @@ func (w *Worker) Handle(ctx context.Context, job *jobspb.Job, d queue.Delivery) 
 		return failure(jobspb.ErrorKind_ERROR_KIND_BAD_INPUT, "Unknown job kind."), nil
 	}
 	switch {
+	case queue.Cancelled(ctx):
+		// The gateway sent a cancel notice: its client left (backpressure).
+		log.Info("render stopped: job cancelled by its client", "ms", time.Since(start).Milliseconds())
 	case err != nil:
 		log.Warn("job failed", "err", err, "attempt", d.Attempt)
 	case res.ErrorKind != jobspb.ErrorKind_ERROR_KIND_NONE:
@@ -134,8 +137,10 @@ func jobKind(job *jobspb.Job) string {
 }
 
 // outcome is the outcome label of a finished job.
-func outcome(res *jobspb.Result, err error) string {
+func outcome(ctx context.Context, res *jobspb.Result, err error) string {
 	switch {
+	case queue.Cancelled(ctx):
+		return metrics.OutcomeCancelled
 	case err != nil:
 		return metrics.OutcomeError
 	case res == nil || res.ErrorKind != jobspb.ErrorKind_ERROR_KIND_NONE:

@@ -56,6 +56,11 @@ func (s *Server) runJob(ctx context.Context, job *jobspb.Job) (*jobspb.Result, e
 	defer cancel()
 	res, err := p.Wait(ctx)
 	if err != nil {
+		// Nobody will read the result: the worker holding the job (or the
+		// one about to take it) stops it and frees its slot.
+		if cerr := s.Queue.CancelJob(job.Id); cerr != nil {
+			s.Log.Warn("cancel notice not sent", "job_id", job.Id, "err", cerr)
+		}
 		if errors.Is(err, context.Canceled) {
 			return nil, err
 		}

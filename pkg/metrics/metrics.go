@@ -25,6 +25,8 @@ const (
 	OutcomeOK      = "ok"      // a result was produced
 	OutcomeRefused = "refused" // the input's fault (bad page, timeout): answered, not retried
 	OutcomeError   = "error"   // not the input's fault: the job is retried
+	// OutcomeCancelled: its client went away and the gateway sent a cancel notice.
+	OutcomeCancelled = "cancelled"
 )
 
 // Kinds of job, the kind label of the render histogram and in-flight gauge.
@@ -73,7 +75,7 @@ func New() *Metrics {
 		}, []string{"route", "method", "status"}),
 		renderDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "docrender_render_duration_seconds",
-			Help:    "Time a worker spent on a job, by kind (render, batch_document, merge, zip) and outcome (ok, refused, error).",
+			Help:    "Time a worker spent on a job, by kind (render, batch_document, merge, zip) and outcome (ok, refused, error, cancelled).",
 			Buckets: renderBuckets,
 		}, []string{"kind", "outcome"}),
 		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{

@@ -31,9 +31,14 @@ const (
 	Consumer      = "docrender-workers"
 	SubjectPrefix = "docrender.jobs."
 	ResultPrefix  = "docrender.results."
+	CancelPrefix  = "docrender.cancel."
 	// MaxDeliver bounds how often a job is tried before it fails for good.
 	MaxDeliver = 4
 	ackWait    = 15 * time.Second
+	// publishTimeout bounds waiting for JetStream's acknowledgement of a
+	// job: a NATS that accepts connections but does not answer (frozen,
+	// partitioned) makes the gateway answer 503 rather than hang.
+	publishTimeout = 3 * time.Second
 )
 
 // ErrQueueFull is returned by Submit when the stream holds MaxQueue jobs.
@@ -68,17 +73,21 @@ func StartEmbedded(dir string) (*server.Server, error) {
 type Names struct {
 	Stream, Consumer, SubjectPrefix, ResultPrefix  string
 	WebhookStream, WebhookConsumer, WebhookSubject string
+	// CancelPrefix + job ID is the core NATS subject of a job's cancel notice.
+	CancelPrefix string
 }
 
 // NamesFor derives the names of namespace ns ("" or "docrender": the defaults).
 func NamesFor(ns string) Names {
 	if ns == "" || ns == "docrender" {
-		return Names{Stream, Consumer, SubjectPrefix, ResultPrefix, WebhookStream, WebhookConsumer, WebhookSubject}
+		return Names{Stream: Stream, Consumer: Consumer, SubjectPrefix: SubjectPrefix, ResultPrefix: ResultPrefix,
+			WebhookStream: WebhookStream, WebhookConsumer: WebhookConsumer, WebhookSubject: WebhookSubject, CancelPrefix: CancelPrefix}
 	}
 	up := strings.ToUpper(ns)
 	return Names{
 		Stream: up + "_JOBS", Consumer: ns + "-workers", SubjectPrefix: ns + ".jobs.", ResultPrefix: ns + ".results.",
 		WebhookStream: up + "_WEBHOOKS", WebhookConsumer: ns + "-webhooks", WebhookSubject: ns + ".webhooks.deliver",
+		CancelPrefix: ns + ".cancel.",
 	}
 }
 
@@ -88,6 +97,8 @@ type Conn struct {
 	nc  *nats.Conn
 	js  jetstream.JetStream
 	log *slog.Logger
+	// cancels are this process's running jobs, for cancel notices (cancel.go).
+	cancels *cancels
 }
 
 // Connect dials url, or the in-process server when srv is not nil.
@@ -116,7 +127,7 @@ func Connect(ctx context.Context, url string, srv *server.Server, ns, name strin
 		nc.Close()
 		return nil, fmt.Errorf("queue: jetstream: %w", err)
 	}
-	return &Conn{n: NamesFor(ns), nc: nc, js: js, log: log}, nil
+	return &Conn{n: NamesFor(ns), nc: nc, js: js, log: log, cancels: newCancels()}, nil
 }
 
 // Close drains the connection.
@@ -178,7 +189,15 @@ func (c *Conn) subjectFor(job *jobspb.Job) string {
 }
 
 // Publish puts job on the queue without waiting for its result (batches).
+// Without a connection it fails at once with ErrUnavailable: while the
+// client reconnects, a publish would otherwise sit in its buffer until the
+// acknowledgement times out.
 func (c *Conn) Publish(ctx context.Context, job *jobspb.Job) error {
+	if !c.nc.IsConnected() {
+		return fmt.Errorf("%w: %s", ErrUnavailable, c.nc.Status())
+	}
+	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	defer cancel()
 	data, err := proto.Marshal(job)
 	if err != nil {
 		return fmt.Errorf("queue: marshal job: %w", err)
@@ -209,6 +228,9 @@ type Pending struct {
 // wait for its result. The subscription exists before the job is published,
 // so no result can be missed.
 func (c *Conn) Submit(ctx context.Context, job *jobspb.Job) (*Pending, error) {
+	if !c.nc.IsConnected() {
+		return nil, fmt.Errorf("%w: %s", ErrUnavailable, c.nc.Status())
+	}
 	job.ReplySubject = c.n.ResultPrefix + job.Id
 	sub, err := c.nc.SubscribeSync(job.ReplySubject)
 	if err != nil {
@@ -252,11 +274,18 @@ type Handler func(ctx context.Context, job *jobspb.Job, d Delivery) (*jobspb.Res
 
 // Consume runs slots concurrent pullers until ctx ends, then waits for the
 // jobs in hand to finish (graceful shutdown hands nothing back half-done).
+// A job that arrives after ctx ended is handed back at once (Nak) for
+// another worker. While it runs, Consume also hears cancel notices.
 func (c *Conn) Consume(ctx context.Context, slots int, h Handler) error {
 	cons, err := c.js.Consumer(ctx, c.n.Stream, c.n.Consumer)
 	if err != nil {
 		return fmt.Errorf("queue: consumer: %w", err)
 	}
+	sub, err := c.listenForCancels()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
 	var wg sync.WaitGroup
 	for range slots {
 		wg.Add(1)
@@ -272,6 +301,11 @@ func (c *Conn) Consume(ctx context.Context, slots int, h Handler) error {
 					continue
 				}
 				for msg := range msgs.Messages() {
+					if ctx.Err() != nil {
+						// Fetched as we began to stop: another worker takes it now.
+						_ = msg.Nak()
+						continue
+					}
 					c.handle(msg, h)
 				}
 			}
@@ -279,6 +313,16 @@ func (c *Conn) Consume(ctx context.Context, slots int, h Handler) error {
 	}
 	wg.Wait()
 	return nil
+}
+
+// retryDelays space the tries of a job that failed for a reason not its
+// own. They grow so that an outage of a few seconds (Redis or the blob
+// store restarting) is outlasted rather than burning every try at once.
+var retryDelays = []time.Duration{500 * time.Millisecond, 2 * time.Second, 5 * time.Second}
+
+// RetryDelay is the wait before the try after attempt.
+func RetryDelay(attempt int) time.Duration {
+	return retryDelays[min(max(attempt, 1), len(retryDelays))-1]
 }
 
 // handle runs one job detached from the consumer's context: shutdown lets
@@ -298,10 +342,17 @@ func (c *Conn) handle(msg jetstream.Msg, h Handler) {
 	log := c.log.With("job_id", job.Id, "request_id", job.RequestId, "batch_id", job.BatchId, "attempt", d.Attempt)
 
 	// The job's IDs travel in its context: every line logged with it (in the
-	// worker, the batch tracker, ...) carries them.
-	ctx, cancel := context.WithCancel(logging.With(context.Background(),
+	// worker, the batch tracker, ...) carries them. A cancel notice ends the
+	// context with cause ErrCancelled.
+	ctx, cancel := context.WithCancelCause(logging.With(context.Background(),
 		"job_id", job.Id, "request_id", job.RequestId, "batch_id", job.BatchId))
-	defer cancel()
+	defer cancel(nil)
+	if !c.cancels.start(job.Id, cancel) {
+		log.Info("job cancelled before it started")
+		c.ack(msg, log)
+		return
+	}
+	defer c.cancels.done(job.Id)
 	// Keep the job ours while it runs.
 	go func() {
 		t := time.NewTicker(ackWait / 3)
@@ -316,10 +367,17 @@ func (c *Conn) handle(msg jetstream.Msg, h Handler) {
 		}
 	}()
 	res, err := h(ctx, job, d)
+	if Cancelled(ctx) {
+		// Its client went away: nobody waits for a result, and a retry
+		// would redo what was just stopped on purpose.
+		log.Info("job cancelled", "err", err)
+		c.ack(msg, log)
+		return
+	}
 	if err != nil {
 		if !d.Last {
-			log.Warn("job failed, will retry", "err", err)
-			_ = msg.NakWithDelay(500 * time.Millisecond)
+			log.Warn("job failed, will retry", "err", err, "retry_in", RetryDelay(d.Attempt))
+			_ = msg.NakWithDelay(RetryDelay(d.Attempt))
 			return
 		}
 		log.Error("job failed on its last try", "err", err)
@@ -330,6 +388,13 @@ func (c *Conn) handle(msg jetstream.Msg, h Handler) {
 	if err := c.reply(job, res); err != nil {
 		log.Error("publishing result failed", "err", err)
 	}
+	c.ack(msg, log)
+}
+
+// ack acknowledges msg and waits for the server to confirm. A lost ack
+// (NATS unreachable) means the job runs again after AckWait; results are
+// idempotent per job ID, so that costs a render, not a duplicate.
+func (c *Conn) ack(msg jetstream.Msg, log *slog.Logger) {
 	if err := msg.DoubleAck(context.Background()); err != nil {
 		log.Warn("ack failed", "err", err)
 	}
