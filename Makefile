@@ -3,6 +3,9 @@ SHELL := /bin/bash
 CACHE ?= $(HOME)/.cache/docrender
 export PATH := $(CACHE)/bin:$(PATH)
 MODULES := ./pkg/... ./proto/... ./worker/... ./gateway/...
+# deploy/validate is a module of its own outside go.work (its tools stay out
+# of the service's dependencies): run it with GOWORK=off from its folder.
+DEPLOY := cd deploy/validate && GOWORK=off
 
 .PHONY: build run test lint bench soak fuzz proto setup clean
 
@@ -20,11 +23,15 @@ lint:
 	@test -z "$$(gofmt -l pkg proto worker gateway)" || { gofmt -l pkg proto worker gateway; echo "gofmt needed"; exit 1; }
 	go vet $(MODULES)
 	staticcheck $(MODULES)
+	@test -z "$$(gofmt -l deploy/validate)" || { gofmt -l deploy/validate; echo "gofmt needed"; exit 1; }
+	$(DEPLOY) go vet ./...
+	$(DEPLOY) staticcheck ./...
 
 test:
 	scripts/setup --test
 	$(MAKE) lint
 	go test -count=1 -timeout 18m -p 2 $(MODULES)
+	$(DEPLOY) go test -count=1 ./...
 
 bench: setup build
 	scripts/bench

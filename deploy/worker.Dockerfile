@@ -1,0 +1,43 @@
+# syntax=docker/dockerfile:1
+# bin/worker: Chromium, the fonts documents expect, and the worker binary.
+# Build from the repository root:
+#   docker build -f deploy/worker.Dockerfile -t docrender/worker .
+ARG GO_VERSION=1.26
+
+FROM golang:${GO_VERSION}-bookworm AS build
+WORKDIR /src
+# Module files first: the download layer survives source edits.
+COPY go.work go.work.sum ./
+COPY gateway/go.mod gateway/go.sum gateway/
+COPY worker/go.mod worker/go.sum worker/
+COPY pkg/go.mod pkg/go.sum pkg/
+COPY proto/go.mod proto/go.sum proto/
+RUN --mount=type=cache,target=/root/go/pkg/mod go mod download
+COPY gateway/ gateway/
+COPY worker/ worker/
+COPY pkg/ pkg/
+COPY proto/ proto/
+RUN --mount=type=cache,target=/root/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/worker ./worker/cmd/worker
+
+FROM debian:bookworm-slim
+# The same browser and fonts as scripts/setup: Latin metric-compatible
+# fonts (Arial/Times/Courier), Noto for other scripts, CJK and colour emoji.
+# tini reaps Chromium's child processes (the worker is not an init).
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      chromium fonts-liberation2 fonts-noto-core fonts-noto-cjk fonts-noto-color-emoji \
+      ca-certificates tini \
+ && rm -rf /var/lib/apt/lists/*
+# Not root: Chromium then keeps its sandbox (it needs user namespaces; see
+# deploy/README.md). HOME is writable for Chromium's profile directories.
+RUN useradd --system --uid 10001 --user-group --create-home --home-dir /home/docrender docrender
+COPY --from=build /out/worker /usr/local/bin/worker
+ENV DOCRENDER_CHROMIUM_PATH=/usr/bin/chromium \
+    DOCRENDER_WORKER_ADDR=:9090 \
+    DOCRENDER_DATA_DIR=/tmp/docrender
+USER 10001:10001
+WORKDIR /home/docrender
+# /healthz, /readyz and /metrics
+EXPOSE 9090
+ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/worker"]
