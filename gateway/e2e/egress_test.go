@@ -133,19 +133,49 @@ func TestAllowListAndRedirects(t *testing.T) {
 	}
 }
 
-// Jobs do not share cookies or storage.
+// Jobs do not share cookies, storage, history or windows, also when their
+// tab is reused; the probe tries every place a page can leave state.
 func TestJobsAreIsolated(t *testing.T) {
-	svc := sharedService(t)
+	svc := startService(t, func(cfg *configT) { cfg.Workers = 1 })
 	c := newClient(t, svc)
+	// Storage is per origin and every job has an origin of its own; the
+	// cookie with a domain wider than the job's host is the one to catch.
 	probe := `<p id="o"></p><script>
-const seen = 'cookie=' + (document.cookie || 'none') + ' local=' + (localStorage.getItem('k') || 'none');
-document.cookie = 'secret=s1; path=/'; localStorage.setItem('k', 'leak');
+const seen = 'cookie=' + (document.cookie || 'none') + ' local=' + (localStorage.getItem('k') || 'none') +
+  ' session=' + (sessionStorage.getItem('k') || 'none') + ' history=' + history.length + ' name=' + (window.name || 'none');
+document.cookie = 'secret=s1; path=/';
+document.cookie = 'wide=s2; path=/; domain=bundle.docrender.internal';
+localStorage.setItem('k', 'leak'); sessionStorage.setItem('k', 'leak'); window.name = 'leak';
+indexedDB.open('d', 1);
+window.open(location.href + '?popup');
 document.getElementById('o').textContent = seen;
 </script>`
-	for range 3 {
-		txt := text(t, c.generatePDF(probe, nil))
-		if !strings.Contains(txt, "cookie=none local=none") {
-			t.Fatalf("state leaked between jobs: %s", txt)
+	first := ""
+	for i := range 4 {
+		txt := strings.TrimSpace(text(t, c.generatePDF(probe, nil)))
+		if !strings.Contains(txt, "cookie=none local=none session=none history=") || !strings.HasSuffix(txt, "name=none") {
+			t.Fatalf("job %d saw state of an earlier job: %s", i, txt)
 		}
+		// The history length is the same for every job: none inherits entries.
+		if first == "" {
+			first = txt
+		} else if txt != first {
+			t.Fatalf("job %d saw %q, the first job %q", i, txt, first)
+		}
+	}
+	// A page that stays within its uploads leaves its tab reusable.
+	before := svc.App.Worker.Pool().Fresh()
+	for range 3 {
+		c.generatePDF(simpleHTML, nil)
+	}
+	if got := svc.App.Worker.Pool().Fresh() - before; got != 0 {
+		t.Errorf("%d new browser contexts for plain pages, want the tab reused", got)
+	}
+	// One that reached out elsewhere gets a fresh context afterwards.
+	before = svc.App.Worker.Pool().Fresh()
+	c.generatePDF(`<img src="http://192.0.2.1/x.png"><p>out</p>`, nil)
+	c.generatePDF(simpleHTML, nil)
+	if got := svc.App.Worker.Pool().Fresh() - before; got != 1 {
+		t.Errorf("%d new contexts after a page reached another origin, want 1", got)
 	}
 }

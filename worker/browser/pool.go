@@ -1,9 +1,14 @@
-// Package browser runs one Chromium per worker process and hands out
-// isolated tabs. Each tab lives in its own browser context (no cookies,
-// storage or cache shared with any other job) and is created ahead of time,
-// so a job starts on a warm tab; after the job the whole context is thrown
-// away and a fresh one is prepared off the hot path. A watchdog relaunches a
-// browser that crashed or stopped answering.
+// Package browser runs one Chromium per worker process and hands out warm
+// tabs, one per concurrent job, each in a browser context of its own.
+//
+// Isolation without paying for a new renderer process per job: every job is
+// served from an origin of its own (a random bundle host), and after the job
+// the tab goes back to about:blank, its history, that origin's storage and
+// the context's cookies are cleared. A tab whose page reached anything beyond
+// its own uploads (another origin could hold state), failed, timed out, or
+// opened other targets gets its whole browser context thrown away and a fresh
+// one, prepared off the hot path. A watchdog relaunches a browser that crashed
+// or stopped answering.
 package browser
 
 import (
@@ -11,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/exec"
 	"sync"
@@ -26,16 +32,31 @@ import (
 // should be retried on a fresh browser.
 var ErrBrowserGone = errors.New("browser: chromium is gone")
 
+// Lane is a tab's own way out through the egress proxy; it tells whether the
+// tab reached anything beyond its job's uploads.
+type Lane interface {
+	Addr() string
+	Foreign() bool
+	Reset()
+	Close() error
+}
+
 // Config configures the pool.
 type Config struct {
 	// Bin is the Chromium executable; empty finds one on PATH. Never downloaded.
 	Bin string
-	// Proxy is the host:port every page's traffic goes through.
+	// Proxy is the host:port of the egress proxy (the browser-wide default).
 	Proxy string
+	// NewLane opens a tab's lane.
+	NewLane func() (Lane, error)
 	// Tabs is the number of warm tabs, one per concurrent job.
 	Tabs int
 	Log  *slog.Logger
 }
+
+// maxJobsPerContext bounds how long one context lives, so whatever a
+// renderer accumulates is dropped now and then.
+const maxJobsPerContext = 100
 
 type instance struct {
 	gen      int64
@@ -43,10 +64,15 @@ type instance struct {
 	browser  *rod.Browser
 }
 
-type tab struct {
+// slot is one warm tab with its lane. The lane outlives the contexts.
+type slot struct {
+	lane  Lane
 	gen   int64
 	ctxID proto.BrowserBrowserContextID
 	page  *rod.Page
+	jobs  int
+	// stale means the slot needs a fresh context before its next job.
+	stale bool
 }
 
 // Pool is a Chromium with warm isolated tabs.
@@ -54,8 +80,10 @@ type Pool struct {
 	cfg      Config
 	mu       sync.Mutex
 	cur      *instance
-	ready    chan *tab
+	ready    chan *slot
+	slots    []*slot
 	restarts atomic.Int64
+	fresh    atomic.Int64
 	stop     chan struct{}
 	wg       sync.WaitGroup
 	// noSandbox: Chromium's sandbox is off (running as root, where Chromium
@@ -90,7 +118,7 @@ func Start(ctx context.Context, cfg Config) (*Pool, error) {
 	if cfg.Tabs < 1 {
 		cfg.Tabs = 1
 	}
-	p := &Pool{cfg: cfg, ready: make(chan *tab, cfg.Tabs), stop: make(chan struct{}), noSandbox: os.Geteuid() == 0}
+	p := &Pool{cfg: cfg, ready: make(chan *slot, cfg.Tabs), stop: make(chan struct{}), noSandbox: os.Geteuid() == 0}
 	inst, err := p.launch(1)
 	if err != nil && !p.noSandbox {
 		// The sandbox needs user namespaces, which some container runtimes
@@ -105,12 +133,18 @@ func Start(ctx context.Context, cfg Config) (*Pool, error) {
 	}
 	p.cur = inst
 	for range cfg.Tabs {
-		t, err := p.newTab(ctx, inst)
+		lane, err := cfg.NewLane()
 		if err != nil {
 			p.Close()
 			return nil, err
 		}
-		p.ready <- t
+		s := &slot{lane: lane}
+		p.slots = append(p.slots, s)
+		if err := p.renew(ctx, s, inst); err != nil {
+			p.Close()
+			return nil, err
+		}
+		p.ready <- s
 	}
 	p.wg.Add(1)
 	go p.watchdog()
@@ -127,6 +161,8 @@ func (p *Pool) launch(gen int64) (*instance, error) {
 		Set("disable-extensions").
 		Set("hide-scrollbars").
 		Set("mute-audio").
+		// Popups would be targets that outlive their job.
+		Delete("disable-popup-blocking").
 		Set("no-default-browser-check").
 		Set("proxy-server", "http://"+p.cfg.Proxy).
 		// Route loopback through the proxy too; by default Chromium bypasses it.
@@ -165,85 +201,168 @@ func (p *Pool) PID() int { return p.current().launcher.PID() }
 // Restarts counts relaunches since start.
 func (p *Pool) Restarts() int64 { return p.restarts.Load() }
 
-func (p *Pool) newTab(ctx context.Context, inst *instance) (*tab, error) {
+// Fresh counts the browser contexts created since start (tests read it to
+// see that tabs are reused).
+func (p *Pool) Fresh() int64 { return p.fresh.Load() }
+
+// renew gives s a fresh browser context and tab on inst.
+func (p *Pool) renew(ctx context.Context, s *slot, inst *instance) error {
 	b := inst.browser.Context(ctx)
 	res, err := proto.TargetCreateBrowserContext{
 		DisposeOnDetach: true,
-		ProxyServer:     "http://" + p.cfg.Proxy,
+		ProxyServer:     "http://" + s.lane.Addr(),
+		// Loopback too goes through the proxy, which refuses it.
 		ProxyBypassList: "<-loopback>",
 	}.Call(b)
 	if err != nil {
-		return nil, fmt.Errorf("browser: new context: %w", err)
+		return fmt.Errorf("browser: new context: %w", err)
 	}
 	tgt, err := proto.TargetCreateTarget{URL: "about:blank", BrowserContextID: res.BrowserContextID}.Call(b)
 	if err != nil {
-		return nil, fmt.Errorf("browser: new tab: %w", err)
+		return fmt.Errorf("browser: new tab: %w", err)
 	}
 	page, err := inst.browser.PageFromTarget(tgt.TargetID)
 	if err != nil {
-		return nil, fmt.Errorf("browser: attach tab: %w", err)
+		return fmt.Errorf("browser: attach tab: %w", err)
 	}
-	return &tab{gen: inst.gen, ctxID: res.BrowserContextID, page: page}, nil
+	p.fresh.Add(1)
+	*s = slot{lane: s.lane, gen: inst.gen, ctxID: res.BrowserContextID, page: page}
+	return nil
 }
 
-// take returns a warm tab of the current browser.
-func (p *Pool) take(ctx context.Context) (*tab, error) {
+// dispose throws s's context away, with every page and worker in it.
+func (p *Pool) dispose(s *slot, inst *instance) {
+	if s.page == nil || s.gen != inst.gen {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	// Stop a script that may still be running, then drop everything.
+	_ = proto.RuntimeTerminateExecution{}.Call(s.page.Context(ctx))
+	_ = proto.TargetDisposeBrowserContext{BrowserContextID: s.ctxID}.Call(inst.browser.Context(ctx))
+	s.page = nil
+}
+
+// take returns a warm slot of the current browser.
+func (p *Pool) take(ctx context.Context) (*slot, error) {
+	var s *slot
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case s = <-p.ready:
+	}
 	for {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case t := <-p.ready:
-			inst := p.current()
-			if t != nil && t.gen == inst.gen {
-				return t, nil
-			}
-			// A tab of a dead browser: replace it.
-			nt, err := p.newTab(ctx, inst)
-			if err != nil {
-				p.ready <- nil
-				if p.alive(inst) {
-					return nil, err
-				}
-				p.relaunch(inst)
-				continue
-			}
-			return nt, nil
+		inst := p.current()
+		if !s.stale && s.page != nil && s.gen == inst.gen {
+			return s, nil
+		}
+		err := p.renew(ctx, s, inst)
+		if err == nil {
+			return s, nil
+		}
+		if p.alive(inst) || ctx.Err() != nil {
+			s.stale = true
+			p.ready <- s
+			return nil, err
+		}
+		p.relaunch(inst)
+	}
+}
+
+// release readies s for the next job: cleaned when the job stayed within
+// its own origin, renewed otherwise.
+func (p *Pool) release(s *slot, clean bool) {
+	defer func() {
+		s.lane.Reset()
+		p.ready <- s
+	}()
+	inst := p.current()
+	s.jobs++
+	if clean && !s.lane.Foreign() && s.jobs < maxJobsPerContext && s.gen == inst.gen {
+		if err := p.clean(s, inst); err == nil {
+			return
+		} else {
+			p.cfg.Log.Debug("tab not reusable, renewing its context", "err", err)
 		}
 	}
-}
-
-// recycle throws the tab's context away and puts a fresh tab in its place.
-func (p *Pool) recycle(t *tab) {
-	inst := p.current()
+	p.dispose(s, inst)
+	s.stale = true
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if t.gen == inst.gen {
-		// Stop any script still running, then drop the context and its pages.
-		_ = proto.RuntimeTerminateExecution{}.Call(t.page.Context(ctx))
-		_ = proto.TargetDisposeBrowserContext{BrowserContextID: t.ctxID}.Call(inst.browser.Context(ctx))
+	if err := p.renew(ctx, s, inst); err == nil {
+		s.stale = false
 	}
-	nt, err := p.newTab(ctx, inst)
+}
+
+// clean takes the tab back to a blank state: no document, no history, no
+// window name, no storage of the job's origin, no cookies. Anything else left in the context
+// (popups, workers) makes it fail, and the context is renewed instead.
+func (p *Pool) clean(s *slot, inst *instance) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	page, b := s.page.Context(ctx), inst.browser.Context(ctx)
+	info, err := proto.TargetGetTargetInfo{TargetID: s.page.TargetID}.Call(b)
 	if err != nil {
-		nt = nil // take() makes one when it finds the gap
+		return fmt.Errorf("target info: %w", err)
 	}
-	p.ready <- nt
+	if _, err := (proto.PageNavigate{URL: "about:blank"}).Call(page); err != nil {
+		return fmt.Errorf("blank: %w", err)
+	}
+	// Right after the navigation the page may still be switching documents.
+	for try := 0; ; try++ {
+		err := (proto.PageResetNavigationHistory{}).Call(page)
+		if err == nil {
+			break
+		}
+		if try == 20 {
+			return fmt.Errorf("history: %w", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// window.name survives navigations within a tab.
+	if _, err := (proto.RuntimeEvaluate{Expression: "window.name = ''"}).Call(page); err != nil {
+		return fmt.Errorf("window name: %w", err)
+	}
+	if u, err := url.Parse(info.TargetInfo.URL); err == nil && u.Host != "" {
+		origin := u.Scheme + "://" + u.Host
+		if err := (proto.StorageClearDataForOrigin{Origin: origin, StorageTypes: "all"}).Call(page); err != nil {
+			return fmt.Errorf("clear origin: %w", err)
+		}
+	}
+	if err := (proto.StorageClearCookies{BrowserContextID: s.ctxID}).Call(b); err != nil {
+		return fmt.Errorf("clear cookies: %w", err)
+	}
+	targets, err := proto.TargetGetTargets{}.Call(b)
+	if err != nil {
+		return fmt.Errorf("targets: %w", err)
+	}
+	for _, t := range targets.TargetInfos {
+		switch t.Type {
+		case "page", "shared_worker", "service_worker":
+			if t.BrowserContextID == s.ctxID && t.TargetID != s.page.TargetID {
+				return fmt.Errorf("browser: %s target left in the context", t.Type)
+			}
+		}
+	}
+	return nil
 }
 
 // Tab runs fn on a warm isolated tab. If the browser dies or hangs meanwhile,
 // the error wraps ErrBrowserGone and the browser is relaunched.
 func (p *Pool) Tab(ctx context.Context, fn func(page *rod.Page) error) error {
-	t, err := p.take(ctx)
+	s, err := p.take(ctx)
 	if err != nil {
 		return err
 	}
 	inst := p.current()
-	err = fn(t.page.Context(ctx))
+	err = fn(s.page.Context(ctx))
 	if err != nil && !p.alive(inst) {
 		p.relaunch(inst)
-		go p.recycle(t)
+		s.stale = true
+		go p.release(s, false)
 		return fmt.Errorf("%w: %v", ErrBrowserGone, err)
 	}
-	go p.recycle(t)
+	go p.release(s, err == nil && ctx.Err() == nil)
 	return err
 }
 
@@ -310,6 +429,9 @@ func (p *Pool) Ready(context.Context) error {
 func (p *Pool) Close() {
 	close(p.stop)
 	p.wg.Wait()
+	for _, s := range p.slots {
+		s.lane.Close()
+	}
 	inst := p.current()
 	_ = inst.browser.Close()
 	inst.launcher.Kill()

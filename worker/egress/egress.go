@@ -11,6 +11,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"mime"
@@ -20,6 +21,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/docrender/docrender/pkg/netguard"
@@ -85,6 +87,53 @@ func (p *Proxy) Register(b Bundle) (string, func()) {
 		delete(p.bundles, host)
 		p.mu.Unlock()
 	}
+}
+
+// Lane is a listener of its own for one browser tab. It notes whether the
+// tab reached anything beyond its job's uploads, which decides whether the
+// tab's browser context can serve the next job or must be thrown away.
+type Lane struct {
+	p       *Proxy
+	ln      net.Listener
+	srv     *http.Server
+	foreign atomic.Bool
+}
+
+// NewLane opens a lane on a fresh loopback port.
+func (p *Proxy) NewLane() (*Lane, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("egress: lane: %w", err)
+	}
+	l := &Lane{p: p, ln: ln}
+	l.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !p.isBundle(r) {
+			l.foreign.Store(true)
+		}
+		p.ServeHTTP(w, r)
+	})}
+	go l.srv.Serve(ln)
+	return l, nil
+}
+
+// Addr is the lane's host:port for the browser context's proxy setting.
+func (l *Lane) Addr() string { return l.ln.Addr().String() }
+
+// Foreign reports whether anything but a job bundle was requested since Reset.
+func (l *Lane) Foreign() bool { return l.foreign.Load() }
+
+// Reset clears the Foreign mark.
+func (l *Lane) Reset() { l.foreign.Store(false) }
+
+// Close stops the lane.
+func (l *Lane) Close() error { return l.srv.Close() }
+
+func (p *Proxy) isBundle(r *http.Request) bool {
+	host := r.URL.Hostname()
+	if r.Method == http.MethodConnect {
+		host, _, _ = net.SplitHostPort(r.Host)
+	}
+	return r.Method != http.MethodConnect && strings.HasSuffix(strings.ToLower(host), bundleSuffix)
 }
 
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
