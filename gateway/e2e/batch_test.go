@@ -52,7 +52,13 @@ func (c *client) batch(req map[string]any) *http.Response {
 }
 
 // baseURL is the base address the service puts into the URLs it returns.
-func (s *service) baseURL() string { return s.App.Server.Config.BaseURL }
+func (s *service) baseURL() string {
+	if s.App == nil {
+		// A separate process (cluster tests) whose base URL is its address.
+		return s.URL
+	}
+	return s.App.Server.Config.BaseURL
+}
 
 // local turns a URL the service returned into one on the test listener
 // (the configured base address need not be where the test reaches it).
