@@ -41,7 +41,7 @@ func throughput(n, rounds int) error {
 		return err
 	}
 	ctx := context.Background()
-	a, err := app.Start(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	a, err := app.Start(ctx, cfg, benchLogger())
 	if err != nil {
 		return err
 	}
@@ -112,4 +112,15 @@ func singles(c *api, n, conc int) error {
 		return err
 	}
 	return nil
+}
+
+// benchLogger discards the service's log unless DOCRENDER_BENCH_LOG names
+// a file to write it to (JSON), for looking into a slow run.
+func benchLogger() *slog.Logger {
+	if p := os.Getenv("DOCRENDER_BENCH_LOG"); p != "" {
+		if f, err := os.Create(p); err == nil {
+			return slog.New(slog.NewJSONHandler(f, nil))
+		}
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
