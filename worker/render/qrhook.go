@@ -155,13 +155,15 @@ func qrDataURLs(ctx context.Context, found [][]*string) (urls []string, sizes []
 const printScale = 2
 
 // printBitmap returns o drawn for print: a PNG of a whole number of pixels
-// per module, about printScale times o.Size. A size×size PNG spreads
-// modules over the pixels unevenly when size is not a multiple of the
-// module count (3 and 4 pixels in a 120 px code of 31 modules); scaled up to
-// the printer's or viewer's resolution that unevenness grows into modules a
-// third wider than their neighbours, which scanners misread (zbar failed on
-// 8 codes of 100 in a 150 dpi raster of such a sheet). Even modules scale
-// evenly. The image still shows at o.Size CSS pixels (setQRJS).
+// per module, about printScale times o.Size; it still shows at o.Size CSS
+// pixels (setQRJS). Chromium embeds an image at its own resolution and
+// every reader rescales it, to the printer's dots or a viewer's pixels. A
+// size×size PNG has modules of 3 and 4 pixels in a 120 px code of 31
+// modules, and rescaling such coarse, uneven modules garbles some codes:
+// zbar read 85 to 100 of a 100-code ticket sheet from poppler rasters at 72
+// to 600 dpi. At twice the pixels, modules even, it read 98 to 100 (100 at
+// 100 to 300 dpi); even modules alone at 1× did not help, three or four
+// times the pixels did not help further and made the PDF larger.
 func printBitmap(o qr.Options) (qr.Options, error) {
 	n, err := o.Modules()
 	if err != nil {
