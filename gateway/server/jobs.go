@@ -48,6 +48,9 @@ func queueError(err error) error {
 func (s *Server) runJob(ctx context.Context, job *jobspb.Job) (*jobspb.Result, error) {
 	p, err := s.Queue.Submit(ctx, job)
 	if err != nil {
+		// A publish that timed out may still have been stored: make sure
+		// the job, if it ever runs, is skipped.
+		_ = s.Queue.CancelJob(job.Id)
 		return nil, queueError(err)
 	}
 	// Every try may take the full render timeout; give up well after the last.

@@ -180,6 +180,10 @@ func (s *Server) writeError(err error, c echo.Context) {
 				ae = apierr.New(he.Code, http.StatusText(he.Code)+".")
 			}
 		}
+	case errors.Is(err, state.ErrUnavailable):
+		// Redis restarting: worth a retry in a moment, like a NATS outage.
+		ae = apierr.Wrap(http.StatusServiceUnavailable, "The state store is unavailable. Retry shortly.", err)
+		ae.Header = map[string]string{"Retry-After": "2"}
 	default:
 		ae = apierr.As(err)
 	}

@@ -250,6 +250,9 @@ func (p *Pending) Wait(ctx context.Context) (*jobspb.Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("queue: waiting for result: %w", err)
 	}
+	// Confirm receipt: the worker keeps offering the result until someone
+	// does (see Conn.reply).
+	_ = msg.Respond(nil)
 	res := &jobspb.Result{}
 	if err := proto.Unmarshal(msg.Data, res); err != nil {
 		return nil, fmt.Errorf("queue: bad result: %w", err)
@@ -400,6 +403,18 @@ func (c *Conn) ack(msg jetstream.Msg, log *slog.Logger) {
 	}
 }
 
+// Delivery of a result to the gateway that waits for it. Core NATS drops a
+// message nobody is subscribed to, and right after a NATS restart the
+// waiting gateway may not have re-subscribed yet while the worker has
+// already reconnected and flushed its result. So the result is a request
+// that the gateway confirms, offered again until confirmed or resultWindow
+// has passed (then the gateway is gone: its client left or it crashed).
+const (
+	resultWindow     = 5 * time.Second
+	resultAckTimeout = 2 * time.Second
+	resultRetryEvery = 250 * time.Millisecond
+)
+
 func (c *Conn) reply(job *jobspb.Job, res *jobspb.Result) error {
 	if job.ReplySubject == "" {
 		return nil
@@ -408,5 +423,15 @@ func (c *Conn) reply(job *jobspb.Job, res *jobspb.Result) error {
 	if err != nil {
 		return err
 	}
-	return c.nc.Publish(job.ReplySubject, data)
+	deadline := time.Now().Add(resultWindow)
+	for {
+		_, err := c.nc.Request(job.ReplySubject, data, resultAckTimeout)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("queue: result not taken within %s: %w", resultWindow, err)
+		}
+		time.Sleep(resultRetryEvery)
+	}
 }

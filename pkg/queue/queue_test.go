@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -49,23 +50,62 @@ func waitFor(t *testing.T, what string, f func() bool) {
 	}
 }
 
+// machineNATS connects to the machine's nats-server (2.9 here, the oldest
+// version docrender supports) with a namespace of the test's own, or skips.
+func machineNATS(t *testing.T, maxQueue int) *Conn {
+	t.Helper()
+	if c, err := net.DialTimeout("tcp", "127.0.0.1:4222", time.Second); err != nil {
+		t.Skip("no NATS on 127.0.0.1:4222 (scripts/setup --test starts it)")
+	} else {
+		c.Close()
+	}
+	ns := fmt.Sprintf("qt%d", time.Now().UnixNano())
+	c, err := Connect(context.Background(), "nats://127.0.0.1:4222", nil, ns, "test", quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = c.js.DeleteStream(ctx, c.n.Stream)
+		_ = c.js.DeleteStream(ctx, c.n.WebhookStream)
+		c.Close()
+	})
+	if err := c.Setup(context.Background(), maxQueue); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // The stream's MaxMsgs with DiscardNew is the deployment's bound: the
 // publish past it is refused with ErrQueueFull, which the gateway turns
-// into 429 with Retry-After.
+// into 429 with Retry-After. The refusal's wording comes from the server,
+// so both the embedded server and the oldest supported one are asked.
 func TestQueueFull(t *testing.T) {
-	c := embedded(t, 2)
-	ctx := context.Background()
-	for _, id := range []string{"a", "b"} {
-		if err := c.Publish(ctx, renderJob(id)); err != nil {
-			t.Fatalf("publish %s: %v", id, err)
-		}
+	servers := []struct {
+		name    string
+		connect func(*testing.T, int) *Conn
+	}{
+		{"embedded", embedded},
+		{"nats-server 2.9", machineNATS},
 	}
-	_, err := c.Submit(ctx, renderJob("c"))
-	if !errors.Is(err, ErrQueueFull) {
-		t.Fatalf("third job: %v, want ErrQueueFull", err)
-	}
-	if n, _ := c.Depth(ctx); n != 2 {
-		t.Fatalf("depth %d, want 2", n)
+	for _, srv := range servers {
+		t.Run(srv.name, func(t *testing.T) {
+			c := srv.connect(t, 2)
+			ctx := context.Background()
+			for _, id := range []string{"a", "b"} {
+				if err := c.Publish(ctx, renderJob(id)); err != nil {
+					t.Fatalf("publish %s: %v", id, err)
+				}
+			}
+			_, err := c.Submit(ctx, renderJob("c"))
+			if !errors.Is(err, ErrQueueFull) {
+				t.Fatalf("third job: %v, want ErrQueueFull", err)
+			}
+			if n, _ := c.Depth(ctx); n != 2 {
+				t.Fatalf("depth %d, want 2", n)
+			}
+		})
 	}
 }
 
@@ -224,5 +264,28 @@ func TestEarlyNoticesExpire(t *testing.T) {
 	}
 	if !cs.start("other", func(error) {}) {
 		t.Fatal("a job without a notice may not start")
+	}
+}
+
+// A result offered before anyone listens (the waiting gateway is still
+// re-subscribing after a NATS restart) is offered again until taken.
+func TestResultReachesLateSubscriber(t *testing.T) {
+	c := embedded(t, 10)
+	job := &jobspb.Job{Id: "late", ReplySubject: c.n.ResultPrefix + "late"}
+	sent := make(chan error, 1)
+	go func() { sent <- c.reply(job, &jobspb.Result{OutputKey: "out"}) }()
+	time.Sleep(600 * time.Millisecond)
+	sub, err := c.nc.SubscribeSync(job.ReplySubject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	res, err := (&Pending{sub: sub}).Wait(ctx)
+	if err != nil || res.OutputKey != "out" {
+		t.Fatalf("result %v, %v", res, err)
+	}
+	if err := <-sent; err != nil {
+		t.Fatalf("reply: %v", err)
 	}
 }

@@ -17,6 +17,11 @@ import (
 // ErrNotFound is returned (wrapped) for a missing or expired key.
 var ErrNotFound = errors.New("state: not found")
 
+// ErrUnavailable is returned (wrapped) when the store cannot be reached
+// (a Redis restarting, say): the gateway answers 503 with Retry-After,
+// not 500, since retrying shortly is the right thing to do.
+var ErrUnavailable = errors.New("state: store unavailable")
+
 // Score bounds for index queries.
 var (
 	MinScore = math.Inf(-1)

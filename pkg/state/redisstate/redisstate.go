@@ -7,8 +7,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -55,7 +59,18 @@ func wrap(op, key string, err error) error {
 	if errors.Is(err, redis.Nil) {
 		return fmt.Errorf("redisstate: %s %s: %w", op, key, state.ErrNotFound)
 	}
+	if unreachable(err) {
+		return fmt.Errorf("redisstate: %s %s: %w: %w", op, key, state.ErrUnavailable, err)
+	}
 	return fmt.Errorf("redisstate: %s %s: %w", op, key, err)
+}
+
+// unreachable tells a Redis that cannot answer now (down, restarting,
+// still loading its AOF) from a failed command.
+func unreachable(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, redis.ErrClosed) || strings.HasPrefix(err.Error(), "LOADING")
 }
 
 func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
