@@ -6,7 +6,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,9 +60,10 @@ func throughput(n, rounds int) error {
 	if _, err := c.batchZip(conc); err != nil {
 		return err
 	}
-	fmt.Printf("docrender batch bench: %d one-page invoices, concurrency %d (DOCRENDER_WORKERS), %d rounds\n", n, conc, rounds)
+	fmt.Printf("docrender batch bench: %d one-page invoices, concurrency %d (DOCRENDER_WORKERS), %d rounds, load average %s\n", n, conc, rounds, loadAvg())
 	fmt.Printf("%-6s | %-22s | %-22s | %s\n", "round", "single PDFs/s (time)", "batch PDFs/s (time)", "batch/single")
 	var singleTotal, batchTotal time.Duration
+	var ratios []float64
 	for r := 1; r <= rounds; r++ {
 		start := time.Now()
 		if err := singles(c, n, conc); err != nil {
@@ -78,11 +81,16 @@ func throughput(n, rounds int) error {
 		}
 		singleTotal += s
 		batchTotal += b
+		ratios = append(ratios, s.Seconds()/b.Seconds())
 		fmt.Printf("%-6d | %8.2f (%7s)     | %8.2f (%7s)     | %5.1f%%\n", r, rate(n, s), s.Round(10*time.Millisecond),
 			rate(n, b), b.Round(10*time.Millisecond), 100*rate(n, b)/rate(n, s))
 	}
 	fmt.Printf("%-6s | %8.2f               | %8.2f               | %5.1f%% (target >= 90%%)\n", "all",
 		rate(n*rounds, singleTotal), rate(n*rounds, batchTotal), 100*singleTotal.Seconds()/batchTotal.Seconds())
+	slices.Sort(ratios)
+	// Other load on the machine moves single rounds and batch rounds alike
+	// only on average: the median round is the steadier figure.
+	fmt.Printf("median round: %.1f%%; load average at the end: %s\n", 100*ratios[len(ratios)/2], loadAvg())
 	return nil
 }
 
@@ -123,4 +131,18 @@ func benchLogger() *slog.Logger {
 		}
 	}
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// loadAvg is the 1, 5 and 15 minute load average (Linux), printed with the
+// results: a busy machine moves the numbers.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
