@@ -17,10 +17,9 @@ import (
 
 // Retention of stored files (spec §8, DESIGN §2): expired files answer 404 at
 // once (the index checks expiry on every read); the sweeper deletes their
-// bytes every minute, and on S3 a bucket lifecycle rule is the backstop for
+// bytes every DOCRENDER_SWEEP_INTERVAL (a minute), and on S3 a bucket lifecycle rule is the backstop for
 // whatever the sweeper misses.
 const (
-	sweepEvery = time.Minute
 	// tempJobAge is when a job's temporary files (jobs/<id>/) count as
 	// abandoned: requests delete their own at the end, so only those of a
 	// process that died mid-request are left. Far above any render timeout.
@@ -70,7 +69,7 @@ func (a *App) startSweeper(index *files.Store) {
 	go func() {
 		defer a.sweepWG.Done()
 		log := a.Log.With("component", "sweeper")
-		index.RunSweeper(ctx, sweepEvery, func(err error) {
+		index.RunSweeper(ctx, a.Config.SweepInterval, func(err error) {
 			log.Warn("sweep failed", "err", err)
 		})
 	}()
@@ -89,7 +88,7 @@ func (a *App) startSweeper(index *files.Store) {
 // (localblob maps keys to paths under <data dir>/blobs one to one).
 func (a *App) sweepTempJobs(ctx context.Context) {
 	dir := filepath.Join(a.Config.DataDir, "blobs", "jobs")
-	t := time.NewTicker(sweepEvery)
+	t := time.NewTicker(a.Config.SweepInterval)
 	defer t.Stop()
 	for {
 		entries, err := os.ReadDir(dir)

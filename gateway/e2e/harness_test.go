@@ -67,6 +67,9 @@ func baseConfig(dir string) config.Config {
 			return strconv.Itoa(8 << 20)
 		case "DOCRENDER_WORKERS":
 			return "2"
+		case "DOCRENDER_SWEEP_INTERVAL":
+			// Tests that need a sweep run one; a periodic one would race them.
+			return "1h"
 		}
 		return ""
 	})

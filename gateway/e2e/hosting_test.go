@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -108,6 +109,8 @@ func startBackends(t *testing.T) (_ []backend, err error) {
 		cfg.Plans = plans
 		fixedAddr(cfg)
 		cfg.RedisURL = "redis://127.0.0.1:6379/0"
+		// Keys of its own: other services on this Redis sweep their own files only.
+		cfg.QueueNamespace = "e2e" + strings.ToLower(rand.Text()[:8])
 		cfg.S3Endpoint, cfg.S3AccessKey, cfg.S3SecretKey, cfg.S3Bucket = s3.Endpoint, s3.AccessKey, s3.SecretKey, s3.Bucket
 	})
 	if err != nil {

@@ -29,8 +29,11 @@ type Config struct {
 	BaseURL    string
 	DataDir    string
 	NATSURL    string
-	// QueueNamespace prefixes every stream, consumer and subject name.
+	// QueueNamespace prefixes every stream, consumer and subject name, and
+	// the Redis keys: deployments (or test runs) sharing servers stay apart.
 	QueueNamespace string
+	// SweepInterval is how often expired stored files are deleted.
+	SweepInterval time.Duration
 	RedisURL       string
 	S3Endpoint     string
 	S3AccessKey    string
@@ -65,6 +68,7 @@ func Load(getenv func(string) string) (Config, error) {
 		DataDir:           p.str("DOCRENDER_DATA_DIR", "./data"),
 		NATSURL:           p.str("DOCRENDER_NATS_URL", ""),
 		QueueNamespace:    p.str("DOCRENDER_QUEUE_NAMESPACE", "docrender"),
+		SweepInterval:     p.duration("DOCRENDER_SWEEP_INTERVAL", time.Minute),
 		RedisURL:          p.str("DOCRENDER_REDIS_URL", ""),
 		S3Endpoint:        p.str("DOCRENDER_S3_ENDPOINT", ""),
 		S3AccessKey:       p.str("DOCRENDER_S3_ACCESS_KEY", ""),

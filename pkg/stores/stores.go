@@ -20,7 +20,7 @@ import (
 // OpenState opens Redis when DOCRENDER_REDIS_URL is set, else bbolt.
 func OpenState(ctx context.Context, cfg config.Config) (state.Store, error) {
 	if cfg.RedisURL != "" {
-		return redisstate.Open(ctx, cfg.RedisURL, "docrender:")
+		return redisstate.Open(ctx, cfg.RedisURL, cfg.QueueNamespace+":")
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("stores: data dir: %w", err)
