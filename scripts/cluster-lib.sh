@@ -2,6 +2,7 @@
 # A cluster lives in one directory, ${DOCRENDER_CLUSTER_DIR:-<repo>/.cluster}:
 #   state       choices made once (namespace, ports, MinIO keys): key=value
 #   extra.env   the caller's DOCRENDER_* settings at creation, reused on every restart
+#   bin/        the gateway and worker binaries, copied from bin/ at creation
 #   pids/NAME   "PID BINARY" of each process this cluster started
 #   logs/NAME.log, data/NAME/, minio/   output and data
 #   env, env.sh what cluster-up prints (env.sh is the same, quoted for `source`)

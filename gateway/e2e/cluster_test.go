@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -81,34 +83,46 @@ func clusterAPI(t *testing.T, cl *cluster) {
 	}
 }
 
+// soak reports whether the heavy variants run (make soak, DOCRENDER_SOAK=1).
+func soak() bool { return os.Getenv("DOCRENDER_SOAK") != "" }
+
 // clusterWorkerKill: a worker is SIGKILLed while a 100-document batch
-// runs; JetStream redelivers its jobs after the ack wait.
+// runs (under make soak: 400 documents, and a second worker killed later);
+// JetStream redelivers their jobs after the ack wait.
 func clusterWorkerKill(t *testing.T, cl *cluster) {
 	c := newClient(t, cl.gateways[1])
-	c.changePlan("pro") // hobby batches stop at 10 documents
-	const n = 100
+	n, plan, kills := 100, "pro", []int{20} // hobby batches stop at 10 documents
+	if soak() {
+		n, plan, kills = 400, "enterprise", []int{20, 200}
+	}
+	c.changePlan(plan)
 	id := c.startStream(map[string]any{"documents": docs(n, "hundred")})
-	eventually(t, 2*time.Minute, "20 documents done", func() bool {
-		_, p := c.progress(id)
-		return p.Current >= 20
-	})
-	victim := cl.workerPIDs[0]
-	signalAndWait(t, victim, syscall.SIGKILL, 10*time.Second)
+	var victims []int
+	for i, at := range kills {
+		eventually(t, 3*time.Minute, fmt.Sprintf("%d documents done", at), func() bool {
+			_, p := c.progress(id)
+			return p.Current >= at
+		})
+		victims = append(victims, cl.workerPIDs[i])
+		signalAndWait(t, cl.workerPIDs[i], syscall.SIGKILL, 10*time.Second)
+	}
 	start := time.Now()
-	p, _ := c.on(cl.gateways[0]).waitBatch(id, n, 3*time.Minute)
+	p, _ := c.on(cl.gateways[0]).waitBatch(id, n, 5*time.Minute)
 	if p.Status != "completed" || p.Current != n {
 		t.Fatalf("final %+v", p)
 	}
-	t.Logf("completed %s after the kill", time.Since(start).Round(100*time.Millisecond))
+	t.Logf("%d documents completed %s after the last kill", n, time.Since(start).Round(100*time.Millisecond))
 	resp := c.withKey("GET", "/pdf/download/"+id, body{})
 	mustStatus(t, resp, http.StatusOK)
 	checkZip(t, readAll(t, resp), entryNames(n, "hundred"), markers(n))
-	if got := c.billingUsage().ConversionsUsed; got != n {
+	if got := c.billingUsage().ConversionsUsed; got != int64(n) {
 		t.Errorf("conversions used %d, want %d", got, n)
 	}
 	cl.up(t)
-	if cl.workerPIDs[0] == victim {
-		t.Fatal("cluster-up did not restart the killed worker")
+	for i, v := range victims {
+		if cl.workerPIDs[i] == v {
+			t.Fatalf("cluster-up did not restart killed worker %d", i+1)
+		}
 	}
 }
 
@@ -155,12 +169,16 @@ func clusterGatewayRestart(t *testing.T, cl *cluster) {
 	tests := []struct {
 		name   string
 		signal syscall.Signal
+		soak   bool // make test leaves it out: TestSSEEndsOnShutdown covers the graceful end
 	}{
-		{"SIGTERM", syscall.SIGTERM},
-		{"SIGKILL", syscall.SIGKILL},
+		{"SIGKILL", syscall.SIGKILL, false},
+		{"SIGTERM", syscall.SIGTERM, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.soak && !soak() {
+				t.Skip("make soak runs it")
+			}
 			c := newClient(t, cl.gateways[0])
 			c.changePlan("pro")
 			const n = 12

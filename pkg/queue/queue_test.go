@@ -17,7 +17,7 @@ import (
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // embedded connects to a fresh in-process NATS with the stream set up.
-func embedded(t *testing.T, maxQueue int) *Conn {
+func embedded(t testing.TB, maxQueue int) *Conn {
 	t.Helper()
 	srv, err := StartEmbedded(t.TempDir())
 	if err != nil {
@@ -52,7 +52,7 @@ func waitFor(t *testing.T, what string, f func() bool) {
 
 // machineNATS connects to the machine's nats-server (2.9 here, the oldest
 // version docrender supports) with a namespace of the test's own, or skips.
-func machineNATS(t *testing.T, maxQueue int) *Conn {
+func machineNATS(t testing.TB, maxQueue int) *Conn {
 	t.Helper()
 	if c, err := net.DialTimeout("tcp", "127.0.0.1:4222", time.Second); err != nil {
 		t.Skip("no NATS on 127.0.0.1:4222 (scripts/setup --test starts it)")
@@ -84,7 +84,7 @@ func machineNATS(t *testing.T, maxQueue int) *Conn {
 func TestQueueFull(t *testing.T) {
 	servers := []struct {
 		name    string
-		connect func(*testing.T, int) *Conn
+		connect func(testing.TB, int) *Conn
 	}{
 		{"embedded", embedded},
 		{"nats-server 2.9", machineNATS},
@@ -145,7 +145,7 @@ func TestSubmitWithoutNATSFailsFast(t *testing.T) {
 }
 
 // consume runs Consume with h until the test ends.
-func consume(t *testing.T, c *Conn, slots int, h Handler) {
+func consume(t testing.TB, c *Conn, slots int, h Handler) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
