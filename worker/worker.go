@@ -51,7 +51,7 @@ func New(ctx context.Context, cfg config.Config, q *queue.Conn, blobs blob.Store
 		return nil, fmt.Errorf("worker: %w", err)
 	}
 	w := &Worker{cfg: cfg, q: q, blobs: blobs, log: log, proxy: proxy, pool: pool}
-	w.renderer = &render.Renderer{Blobs: blobs, Pool: pool, Proxy: proxy,
+	w.renderer = &render.Renderer{Blobs: blobs, Pool: pool, Proxy: proxy, Log: log,
 		// Inline QR codes (DESIGN §4.15), filled in before printing.
 		Hooks: []render.PageHook{render.QRCodes}}
 	w.batch = newBatchSupport(st, w)

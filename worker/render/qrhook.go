@@ -86,13 +86,9 @@ const setQRJS = `(urls, sizes) => {
 // every src and await the decodes. An invalid attribute fails the job with
 // an *InputError naming the attribute and the image.
 func QRCodes(ctx context.Context, page *rod.Page) error {
-	res, err := page.Eval(collectQRJS)
-	if err != nil {
-		return fmt.Errorf("%w: data-qr: collect: %v", ErrPage, err)
-	}
 	var found [][]*string
-	if err := res.Value.Unmarshal(&found); err != nil {
-		return fmt.Errorf("%w: data-qr: decode attributes: %v", ErrPage, err)
+	if err := evaluate(page, collectQRJS, &found); err != nil {
+		return fmt.Errorf("%w: data-qr: collect: %v", ErrPage, err)
 	}
 	if len(found) == 0 {
 		return nil
@@ -104,7 +100,7 @@ func QRCodes(ctx context.Context, page *rod.Page) error {
 	if err != nil {
 		return err
 	}
-	if _, err := page.Eval(setQRJS, urls, sizes); err != nil {
+	if err := evaluate(page, setQRJS, nil, urls, sizes); err != nil {
 		return fmt.Errorf("%w: data-qr: set images: %v", ErrPage, err)
 	}
 	return nil

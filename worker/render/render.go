@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/url"
 	"strings"
 	"time"
@@ -37,6 +38,15 @@ type Renderer struct {
 	Pool  *browser.Pool
 	Proxy *egress.Proxy
 	Hooks []PageHook
+	// Log receives per-step timings at debug level; nil discards them.
+	Log *slog.Logger
+}
+
+func (r *Renderer) log() *slog.Logger {
+	if r.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return r.Log
 }
 
 // LoadBundle reads a job's uploaded files.
@@ -67,22 +77,28 @@ func (r *Renderer) Render(ctx context.Context, b egress.Bundle, entry string, pa
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var out []byte
+	start := time.Now()
+	var tabAt, loadedAt, hooksAt time.Duration
 	err := r.Pool.Tab(ctx, func(p *rod.Page) error {
-		if err := p.Navigate(target); err != nil {
+		tabAt = time.Since(start)
+		nav, err := proto.PageNavigate{URL: target}.Call(p)
+		if err != nil {
 			return fmt.Errorf("%w: navigate: %v", ErrPage, err)
 		}
-		if err := p.WaitLoad(); err != nil {
+		if nav.ErrorText != "" {
+			return fmt.Errorf("%w: navigate: %s", ErrPage, nav.ErrorText)
+		}
+		// The load event, then web fonts (they load lazily): one round trip.
+		if err := evaluate(p, waitLoadedJS, nil); err != nil {
 			return fmt.Errorf("%w: load: %v", ErrPage, err)
 		}
-		// Web fonts load lazily; print only once they are in.
-		if _, err := p.Eval(`() => document.fonts.ready.then(() => true)`); err != nil {
-			return fmt.Errorf("%w: fonts: %v", ErrPage, err)
-		}
+		loadedAt = time.Since(start)
 		for _, h := range r.Hooks {
 			if err := h(ctx, p); err != nil {
 				return err
 			}
 		}
+		hooksAt = time.Since(start)
 		req := printRequest(page)
 		s, err := p.PDF(req)
 		if err != nil {
@@ -93,6 +109,8 @@ func (r *Renderer) Render(ctx context.Context, b egress.Bundle, entry string, pa
 			return fmt.Errorf("%w: read pdf: %v", ErrPage, err)
 		}
 		out = buf.Bytes()
+		r.log().DebugContext(ctx, "rendered", "tab_ms", ms(tabAt), "load_ms", ms(loadedAt-tabAt),
+			"hooks_ms", ms(hooksAt-loadedAt), "print_ms", ms(time.Since(start)-hooksAt))
 		return nil
 	})
 	if err != nil {
@@ -106,6 +124,16 @@ func (r *Renderer) Render(ctx context.Context, b egress.Bundle, entry string, pa
 	}
 	return out, nil
 }
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+const waitLoadedJS = `async () => {
+	if (document.readyState !== 'complete') {
+		await new Promise(r => addEventListener('load', r, { once: true }));
+	}
+	await document.fonts.ready;
+	return true;
+}`
 
 func printRequest(pg *jobspb.Page) *proto.PagePrintToPDF {
 	f := func(v float64) *float64 { return &v }
