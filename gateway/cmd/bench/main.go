@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"mime/multipart"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
@@ -139,9 +140,18 @@ func run(levels string, dur time.Duration) error {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	service := func(int) error { return renderViaService(client, base, key) }
 	bare := func(i int) error { return renderBare(pages[i]) }
+	// A third loop separates the cost of loading the page by navigation
+	// (which the service needs: a real origin for relative assets, scripts
+	// and fetch) from the rest of the service path.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, Invoice)
+	}))
+	defer srv.Close()
+	bareNav := func(i int) error { return renderBareNavigate(pages[i], srv.URL) }
 
 	fmt.Printf("docrender bench: one-page invoice, %s per level and side, DOCRENDER_WORKERS=%d, %s\n", dur, cfg.Workers, bin)
-	fmt.Printf("%-4s | %-28s | %-28s | %s\n", "c", "service PDFs/s  p50  p95", "bare rod PDFs/s  p50  p95", "ratio")
+	fmt.Printf("%-4s | %-28s | %-28s | %-7s | %-28s\n", "c", "service PDFs/s  p50  p95", "bare rod PDFs/s  p50  p95", "ratio", "bare rod, navigating: PDFs/s p50")
 	for _, c := range cs {
 		s, err := measure(c, dur, service)
 		if err != nil {
@@ -151,8 +161,12 @@ func run(levels string, dur time.Duration) error {
 		if err != nil {
 			return fmt.Errorf("bare at %d: %w", c, err)
 		}
-		fmt.Printf("%-4d | %6.1f %6.0fms %6.0fms     | %6.1f %6.0fms %6.0fms       | %5.1f%%\n", c,
-			s.rate(), ms(s.p50), ms(s.p95), b.rate(), ms(b.p50), ms(b.p95), 100*s.rate()/b.rate())
+		n, err := measure(c, dur, bareNav)
+		if err != nil {
+			return fmt.Errorf("bare navigating at %d: %w", c, err)
+		}
+		fmt.Printf("%-4d | %6.1f %6.0fms %6.0fms     | %6.1f %6.0fms %6.0fms       | %5.1f%%  | %6.1f %6.0fms\n", c,
+			s.rate(), ms(s.p50), ms(s.p95), b.rate(), ms(b.p50), ms(b.p95), 100*s.rate()/b.rate(), n.rate(), ms(n.p50))
 	}
 	return nil
 }
@@ -242,10 +256,22 @@ func bareBrowser(bin string, n int) ([]*rod.Page, func(), error) {
 	return pages, func() { b.Close(); l.Kill(); l.Cleanup() }, nil
 }
 
+// renderBareNavigate loads the same HTML by navigating to a loopback server.
+func renderBareNavigate(p *rod.Page, url string) error {
+	if err := p.Navigate(url); err != nil {
+		return err
+	}
+	return printInvoice(p)
+}
+
 func renderBare(p *rod.Page) error {
 	if err := p.SetDocumentContent(Invoice); err != nil {
 		return err
 	}
+	return printInvoice(p)
+}
+
+func printInvoice(p *rod.Page) error {
 	if err := p.WaitLoad(); err != nil {
 		return err
 	}
