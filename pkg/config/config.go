@@ -34,16 +34,16 @@ type Config struct {
 	QueueNamespace string
 	// SweepInterval is how often expired stored files are deleted.
 	SweepInterval time.Duration
-	RedisURL       string
-	S3Endpoint     string
-	S3AccessKey    string
-	S3SecretKey    string
-	S3Bucket       string
-	S3UseSSL       bool
-	ChromiumPath   string
-	Workers        int
-	RenderTimeout  time.Duration
-	MaxUpload      int64
+	RedisURL      string
+	S3Endpoint    string
+	S3AccessKey   string
+	S3SecretKey   string
+	S3Bucket      string
+	S3UseSSL      bool
+	ChromiumPath  string
+	Workers       int
+	RenderTimeout time.Duration
+	MaxUpload     int64
 	// MaxQueue bounds the jobs waiting in the queue; past it the gateway answers 429.
 	MaxQueue          int
 	RenderAllowHosts  []string
