@@ -26,6 +26,14 @@ const (
 	tempJobAge = time.Hour
 )
 
+// sweepInterval is DOCRENDER_SWEEP_INTERVAL, a minute when unset.
+func (a *App) sweepInterval() time.Duration {
+	if a.Config.SweepInterval > 0 {
+		return a.Config.SweepInterval
+	}
+	return time.Minute
+}
+
 // expirer is the part of s3blob.Store that installs lifecycle rules.
 type expirer interface {
 	SetExpiryRule(ctx context.Context, prefix string, days int) error
@@ -69,7 +77,7 @@ func (a *App) startSweeper(index *files.Store) {
 	go func() {
 		defer a.sweepWG.Done()
 		log := a.Log.With("component", "sweeper")
-		index.RunSweeper(ctx, a.Config.SweepInterval, func(err error) {
+		index.RunSweeper(ctx, a.sweepInterval(), func(err error) {
 			log.Warn("sweep failed", "err", err)
 		})
 	}()
@@ -88,7 +96,7 @@ func (a *App) startSweeper(index *files.Store) {
 // (localblob maps keys to paths under <data dir>/blobs one to one).
 func (a *App) sweepTempJobs(ctx context.Context) {
 	dir := filepath.Join(a.Config.DataDir, "blobs", "jobs")
-	t := time.NewTicker(a.Config.SweepInterval)
+	t := time.NewTicker(a.sweepInterval())
 	defer t.Stop()
 	for {
 		entries, err := os.ReadDir(dir)
