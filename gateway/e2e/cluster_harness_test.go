@@ -125,17 +125,26 @@ func (cl *cluster) dumpLogs(t *testing.T) {
 	}
 }
 
+// procState is the state letter of pid in /proc (R, S, T, Z, ...), or ""
+// when there is no such process.
+func procState(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	// The fields after the command name, which is in parentheses.
+	s := string(b)
+	if f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]); len(f) > 0 {
+		return f[0]
+	}
+	return ""
+}
+
 // processGone reports whether pid has exited (a zombie counts: these
 // processes are not the test's children, so it cannot reap them).
 func processGone(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	// Fields after the command name, which is in parentheses.
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(f) > 0 && f[0] == "Z"
+	st := procState(pid)
+	return st == "" || st == "Z"
 }
 
 // signalAndWait sends sig to pid and waits until it has exited.

@@ -73,6 +73,16 @@ func (d *daemon) signal(sig syscall.Signal) {
 	}
 }
 
+// waitState waits until the daemon's process is in the given /proc state
+// ("T": stopped). A stop signal takes effect asynchronously, and on a busy
+// machine the server may still answer a request sent right after kill(2).
+func (d *daemon) waitState(state string) {
+	d.t.Helper()
+	eventually(d.t, 5*time.Second, d.name+" in state "+state, func() bool {
+		return procState(d.cmd.Process.Pid) == state
+	})
+}
+
 // tolerantWait polls a batch until it ends, accepting failed polls (the
 // store being faulted answers 5xx for a moment) but checking every good
 // one: current never decreases and never exceeds total.
@@ -205,7 +215,7 @@ func TestNATSOutage(t *testing.T) {
 		},
 		{
 			name:       "frozen",
-			down:       func(d *daemon) { d.signal(syscall.SIGSTOP) },
+			down:       func(d *daemon) { d.signal(syscall.SIGSTOP); d.waitState("T") },
 			up:         func(d *daemon) { d.signal(syscall.SIGCONT) },
 			fastRefuse: 5 * time.Second, // the 3 s publish timeout
 		},

@@ -329,7 +329,7 @@ func RetryDelay(attempt int) time.Duration {
 }
 
 // handle runs one job detached from the consumer's context: shutdown lets
-// it finish; only its own timeout stops it.
+// it finish; only its own timeout or a cancel notice stops it.
 func (c *Conn) handle(msg jetstream.Msg, h Handler) {
 	job := &jobspb.Job{}
 	if err := proto.Unmarshal(msg.Data(), job); err != nil {
