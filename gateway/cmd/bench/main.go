@@ -5,14 +5,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -27,7 +24,7 @@ import (
 	"github.com/go-rod/rod/lib/proto"
 
 	"github.com/docrender/docrender/gateway/app"
-	"github.com/docrender/docrender/pkg/config"
+	"github.com/docrender/docrender/gateway/cmd/internal/benchapi"
 	"github.com/docrender/docrender/worker/browser"
 )
 
@@ -101,17 +98,7 @@ func run(levels string, dur time.Duration) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	cfg, err := config.Load(func(k string) string {
-		switch k {
-		case "DOCRENDER_DATA_DIR":
-			return dir
-		case "DOCRENDER_ADDR":
-			return "127.0.0.1:0"
-		case "DOCRENDER_PLAN_HOBBY_CONVERSIONS":
-			return "100000000"
-		}
-		return os.Getenv(k)
-	})
+	cfg, err := benchapi.EmbeddedConfig(dir, nil)
 	if err != nil {
 		return err
 	}
@@ -123,7 +110,7 @@ func run(levels string, dur time.Duration) error {
 	}
 	defer a.Close(ctx)
 	base := "http://" + a.Addr()
-	key, err := apiKey(base)
+	api, err := benchapi.New(base)
 	if err != nil {
 		return err
 	}
@@ -137,8 +124,7 @@ func run(levels string, dur time.Duration) error {
 	}
 	defer closeBare()
 
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	service := func(int) error { return renderViaService(client, base, key) }
+	service := func(int) error { return api.Generate(Invoice) }
 	bare := func(i int) error { return renderBare(pages[i]) }
 	// A third loop separates the cost of loading the page by navigation
 	// (which the service needs: a real origin for relative assets, scripts
@@ -172,67 +158,6 @@ func run(levels string, dur time.Duration) error {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-func apiKey(base string) (string, error) {
-	post := func(path, tok string, body any) (map[string]any, error) {
-		b, _ := json.Marshal(body)
-		req, _ := http.NewRequest("POST", base+path, bytes.NewReader(b))
-		req.Header.Set("Content-Type", "application/json")
-		if tok != "" {
-			req.Header.Set("Authorization", "Bearer "+tok)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		defer resp.Body.Close()
-		var out struct {
-			Data map[string]any `json:"data"`
-		}
-		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-			return nil, err
-		}
-		return out.Data, nil
-	}
-	reg, err := post("/api/auth/register", "", map[string]string{"email": "bench@example.com", "password": "benchmark-pass"})
-	if err != nil {
-		return "", err
-	}
-	tok, _ := reg["token"].(string)
-	k, err := post("/api/keys", tok, map[string]string{"name": "bench"})
-	if err != nil {
-		return "", err
-	}
-	key, _ := k["key"].(string)
-	if key == "" {
-		return "", fmt.Errorf("no key in %v", k)
-	}
-	return key, nil
-}
-
-func renderViaService(client *http.Client, base, key string) error {
-	var buf bytes.Buffer
-	w := multipart.NewWriter(&buf)
-	p, _ := w.CreateFormFile("files", "index.html")
-	p.Write([]byte(Invoice))
-	w.Close()
-	req, _ := http.NewRequest("POST", base+"/pdf/generate", &buf)
-	req.Header.Set("Content-Type", w.FormDataContentType())
-	req.Header.Set("X-API-Key", key)
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK || !bytes.HasPrefix(body, []byte("%PDF")) {
-		return fmt.Errorf("status %d: %.200s", resp.StatusCode, body)
-	}
-	return nil
-}
 
 // bareBrowser launches the same Chromium with n warm tabs.
 func bareBrowser(bin string, n int) ([]*rod.Page, func(), error) {

@@ -6,10 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"mime/multipart"
 	"net/http"
 	"strings"
-	"time"
+
+	"github.com/docrender/docrender/gateway/cmd/internal/benchapi"
 )
 
 // invoice is a one-page document, numbered so every document differs.
@@ -27,99 +27,6 @@ th { background: #2a6; color: white; text-align: left; padding: 4px; } td { bord
 <p><b>Total due: €4,242.00</b></p></body></html>`
 }
 
-// api is a signed-in user of a running service.
-type api struct {
-	base, key string
-	http      *http.Client
-}
-
-func newAPI(base string) (*api, error) {
-	a := &api{base: base, http: &http.Client{Timeout: 30 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
-	var reg struct {
-		Data struct {
-			Token string `json:"token"`
-		} `json:"data"`
-	}
-	email := fmt.Sprintf("bench-%d@example.com", time.Now().UnixNano())
-	if err := a.postJSON("/api/auth/register", "", map[string]string{"email": email, "password": "benchmark-pass"}, &reg); err != nil {
-		return nil, err
-	}
-	var key struct {
-		Data struct {
-			Key string `json:"key"`
-		} `json:"data"`
-	}
-	if err := a.postJSON("/api/keys", reg.Data.Token, map[string]string{"name": "bench"}, &key); err != nil {
-		return nil, err
-	}
-	a.key = key.Data.Key
-	return a, nil
-}
-
-func (a *api) postJSON(path, token string, body, out any) error {
-	b, _ := json.Marshal(body)
-	req, _ := http.NewRequest("POST", a.base+path, bytes.NewReader(b))
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	} else if a.key != "" {
-		req.Header.Set("X-API-Key", a.key)
-	}
-	resp, err := a.http.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("POST %s: %d %.300s", path, resp.StatusCode, data)
-	}
-	return json.Unmarshal(data, out)
-}
-
-func (a *api) get(path string) ([]byte, error) {
-	req, _ := http.NewRequest("GET", a.base+path, nil)
-	req.Header.Set("X-API-Key", a.key)
-	resp, err := a.http.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %d %.300s", path, resp.StatusCode, data)
-	}
-	return data, nil
-}
-
-// generate renders one document through /pdf/generate.
-func (a *api) generate(html string) error {
-	var buf bytes.Buffer
-	w := multipart.NewWriter(&buf)
-	p, _ := w.CreateFormFile("files", "index.html")
-	p.Write([]byte(html))
-	w.Close()
-	req, _ := http.NewRequest("POST", a.base+"/pdf/generate", &buf)
-	req.Header.Set("Content-Type", w.FormDataContentType())
-	req.Header.Set("X-API-Key", a.key)
-	resp, err := a.http.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK || !bytes.HasPrefix(body, []byte("%PDF")) {
-		return fmt.Errorf("generate: %d %.200s", resp.StatusCode, body)
-	}
-	return nil
-}
-
 func batchRequest(n int, stream bool) map[string]any {
 	docs := make([]map[string]string, n)
 	for i := range docs {
@@ -129,12 +36,12 @@ func batchRequest(n int, stream bool) map[string]any {
 }
 
 // batchZip runs an n-document batch without stream: the answer is the ZIP.
-func (a *api) batchZip(n int) ([]byte, error) {
+func batchZip(a *benchapi.Client, n int) ([]byte, error) {
 	b, _ := json.Marshal(batchRequest(n, false))
-	req, _ := http.NewRequest("POST", a.base+"/pdf/generate-batch", bytes.NewReader(b))
+	req, _ := http.NewRequest("POST", a.Base+"/pdf/generate-batch", bytes.NewReader(b))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-API-Key", a.key)
-	resp, err := a.http.Do(req)
+	req.Header.Set("X-API-Key", a.Key)
+	resp, err := a.HTTP.Do(req)
 	if err != nil {
 		return nil, err
 	}

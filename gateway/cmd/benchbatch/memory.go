@@ -20,6 +20,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/docrender/docrender/pkg/queue"
+
+	"github.com/docrender/docrender/gateway/cmd/internal/benchapi"
 )
 
 // memory runs an n-document batch in the scaled-out setup and reports the
@@ -69,7 +71,7 @@ func memory(n int, binDir string) error {
 		}
 		procs = append(procs, w)
 	}
-	c, err := newAPI(base)
+	c, err := benchapi.New(base)
 	if err != nil {
 		return err
 	}
@@ -77,14 +79,14 @@ func memory(n int, binDir string) error {
 	var started struct {
 		BatchID string `json:"batchId"`
 	}
-	if err := c.postJSON("/pdf/generate-batch", "", batchRequest(n, true), &started); err != nil {
+	if err := c.PostJSON("/pdf/generate-batch", "", batchRequest(n, true), &started); err != nil {
 		return err
 	}
 	for {
 		for _, p := range procs {
 			p.sample()
 		}
-		b, err := c.get("/pdf/progress/" + started.BatchID)
+		b, err := c.Get("/pdf/progress/" + started.BatchID)
 		if err != nil {
 			return err
 		}
@@ -99,7 +101,7 @@ func memory(n int, binDir string) error {
 		time.Sleep(time.Second)
 	}
 	took := time.Since(start)
-	zip, err := c.get("/pdf/download/" + started.BatchID)
+	zip, err := c.Get("/pdf/download/" + started.BatchID)
 	if err != nil {
 		return err
 	}

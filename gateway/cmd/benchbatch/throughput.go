@@ -14,7 +14,8 @@ import (
 	"time"
 
 	"github.com/docrender/docrender/gateway/app"
-	"github.com/docrender/docrender/pkg/config"
+
+	"github.com/docrender/docrender/gateway/cmd/internal/benchapi"
 )
 
 // throughput compares an n-document batch with n single renders on one
@@ -26,19 +27,7 @@ func throughput(n, rounds int) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	cfg, err := config.Load(func(k string) string {
-		switch k {
-		case "DOCRENDER_DATA_DIR":
-			return dir
-		case "DOCRENDER_ADDR":
-			return "127.0.0.1:0"
-		case "DOCRENDER_PLAN_HOBBY_CONVERSIONS":
-			return "100000000"
-		case "DOCRENDER_PLAN_HOBBY_MAX_BATCH":
-			return strconv.Itoa(max(n, 10))
-		}
-		return os.Getenv(k)
-	})
+	cfg, err := benchapi.EmbeddedConfig(dir, map[string]string{"DOCRENDER_PLAN_HOBBY_MAX_BATCH": strconv.Itoa(max(n, 10))})
 	if err != nil {
 		return err
 	}
@@ -48,7 +37,7 @@ func throughput(n, rounds int) error {
 		return err
 	}
 	defer a.Close(ctx)
-	c, err := newAPI("http://" + a.Addr())
+	c, err := benchapi.New("http://" + a.Addr())
 	if err != nil {
 		return err
 	}
@@ -57,7 +46,7 @@ func throughput(n, rounds int) error {
 	if err := singles(c, 2*conc, conc); err != nil {
 		return err
 	}
-	if _, err := c.batchZip(conc); err != nil {
+	if _, err := batchZip(c, conc); err != nil {
 		return err
 	}
 	fmt.Printf("docrender batch bench: %d one-page invoices, concurrency %d (DOCRENDER_WORKERS), %d rounds, load average %s\n", n, conc, rounds, loadAvg())
@@ -71,7 +60,7 @@ func throughput(n, rounds int) error {
 		}
 		s := time.Since(start)
 		start = time.Now()
-		zip, err := c.batchZip(n)
+		zip, err := batchZip(c, n)
 		if err != nil {
 			return err
 		}
@@ -95,7 +84,7 @@ func throughput(n, rounds int) error {
 }
 
 // singles renders n documents through /pdf/generate from conc clients.
-func singles(c *api, n, conc int) error {
+func singles(c *benchapi.Client, n, conc int) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	var failed atomic.Value
@@ -108,7 +97,7 @@ func singles(c *api, n, conc int) error {
 				if i >= n || failed.Load() != nil {
 					return
 				}
-				if err := c.generate(invoice(i)); err != nil {
+				if err := c.Generate(invoice(i)); err != nil {
 					failed.Store(err)
 					return
 				}

@@ -1,0 +1,133 @@
+// Package benchapi is the HTTP client the benchmark commands drive a
+// running docrender with: a fresh account with an API key, and the calls
+// the benchmarks time.
+package benchapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/docrender/docrender/pkg/config"
+)
+
+// EmbeddedConfig is an embedded service under dir on a free loopback port
+// with an allowance no benchmark exhausts; extra overrides variables, and
+// the environment fills in the rest (DOCRENDER_WORKERS, say).
+func EmbeddedConfig(dir string, extra map[string]string) (config.Config, error) {
+	return config.Load(func(k string) string {
+		switch k {
+		case "DOCRENDER_DATA_DIR":
+			return dir
+		case "DOCRENDER_ADDR":
+			return "127.0.0.1:0"
+		case "DOCRENDER_PLAN_HOBBY_CONVERSIONS":
+			return "100000000"
+		}
+		if v, ok := extra[k]; ok {
+			return v
+		}
+		return os.Getenv(k)
+	})
+}
+
+// Client is a signed-in user of a running service.
+type Client struct {
+	Base, Key string
+	HTTP      *http.Client
+}
+
+// New registers a fresh user on the service at base and creates its API key.
+func New(base string) (*Client, error) {
+	a := &Client{Base: base, HTTP: &http.Client{Timeout: 30 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+	var reg struct {
+		Data struct {
+			Token string `json:"token"`
+		} `json:"data"`
+	}
+	email := fmt.Sprintf("bench-%d@example.com", time.Now().UnixNano())
+	if err := a.PostJSON("/api/auth/register", "", map[string]string{"email": email, "password": "benchmark-pass"}, &reg); err != nil {
+		return nil, err
+	}
+	var key struct {
+		Data struct {
+			Key string `json:"key"`
+		} `json:"data"`
+	}
+	if err := a.PostJSON("/api/keys", reg.Data.Token, map[string]string{"name": "bench"}, &key); err != nil {
+		return nil, err
+	}
+	a.Key = key.Data.Key
+	return a, nil
+}
+
+// PostJSON posts body as JSON (bearer token, else the API key) and decodes a 2xx answer into out.
+func (a *Client) PostJSON(path, token string, body, out any) error {
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest("POST", a.Base+path, bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	} else if a.Key != "" {
+		req.Header.Set("X-API-Key", a.Key)
+	}
+	resp, err := a.HTTP.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("POST %s: %d %.300s", path, resp.StatusCode, data)
+	}
+	return json.Unmarshal(data, out)
+}
+
+// Get fetches path with the API key; anything but 200 is an error.
+func (a *Client) Get(path string) ([]byte, error) {
+	req, _ := http.NewRequest("GET", a.Base+path, nil)
+	req.Header.Set("X-API-Key", a.Key)
+	resp, err := a.HTTP.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %d %.300s", path, resp.StatusCode, data)
+	}
+	return data, nil
+}
+
+// Generate renders one document through /pdf/generate.
+func (a *Client) Generate(html string) error {
+	var buf bytes.Buffer
+	w := multipart.NewWriter(&buf)
+	p, _ := w.CreateFormFile("files", "index.html")
+	p.Write([]byte(html))
+	w.Close()
+	req, _ := http.NewRequest("POST", a.Base+"/pdf/generate", &buf)
+	req.Header.Set("Content-Type", w.FormDataContentType())
+	req.Header.Set("X-API-Key", a.Key)
+	resp, err := a.HTTP.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK || !bytes.HasPrefix(body, []byte("%PDF")) {
+		return fmt.Errorf("generate: %d %.200s", resp.StatusCode, body)
+	}
+	return nil
+}
