@@ -289,6 +289,21 @@ func (c *Conn) Consume(ctx context.Context, slots int, h Handler) error {
 		return err
 	}
 	defer func() { _ = sub.Unsubscribe() }()
+	c.pull(ctx, cons, slots, func(msg jetstream.Msg) {
+		if ctx.Err() != nil {
+			// Fetched as we began to stop: another worker takes it now.
+			_ = msg.Nak()
+			return
+		}
+		c.handle(msg, h)
+	})
+	return nil
+}
+
+// pull runs slots concurrent pullers of one message each until ctx ends,
+// then waits for the messages in hand. Pulling one at a time keeps a busy
+// process from hoarding messages another could take.
+func (c *Conn) pull(ctx context.Context, cons jetstream.Consumer, slots int, fn func(jetstream.Msg)) {
 	var wg sync.WaitGroup
 	for range slots {
 		wg.Add(1)
@@ -304,18 +319,12 @@ func (c *Conn) Consume(ctx context.Context, slots int, h Handler) error {
 					continue
 				}
 				for msg := range msgs.Messages() {
-					if ctx.Err() != nil {
-						// Fetched as we began to stop: another worker takes it now.
-						_ = msg.Nak()
-						continue
-					}
-					c.handle(msg, h)
+					fn(msg)
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	return nil
 }
 
 // retryDelays space the tries of a job that failed for a reason not its

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -112,26 +111,7 @@ func (c *Conn) ConsumeWebhooks(ctx context.Context, slots int, h WebhookHandler)
 	if err != nil {
 		return fmt.Errorf("queue: webhook consumer: %w", err)
 	}
-	var wg sync.WaitGroup
-	for range slots {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				msgs, err := cons.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
-				if err != nil {
-					if ctx.Err() == nil {
-						time.Sleep(250 * time.Millisecond)
-					}
-					continue
-				}
-				for msg := range msgs.Messages() {
-					c.deliver(msg, h)
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	c.pull(ctx, cons, slots, func(msg jetstream.Msg) { c.deliver(msg, h) })
 	return nil
 }
 
