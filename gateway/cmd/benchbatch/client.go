@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 
 	"github.com/docrender/docrender/gateway/cmd/internal/benchapi"
@@ -38,22 +37,7 @@ func batchRequest(n int, stream bool) map[string]any {
 // batchZip runs an n-document batch without stream: the answer is the ZIP.
 func batchZip(a *benchapi.Client, n int) ([]byte, error) {
 	b, _ := json.Marshal(batchRequest(n, false))
-	req, _ := http.NewRequest("POST", a.Base+"/pdf/generate-batch", bytes.NewReader(b))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-API-Key", a.Key)
-	resp, err := a.HTTP.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("batch: %d %.300s", resp.StatusCode, data)
-	}
-	return data, nil
+	return a.Send("POST", "/pdf/generate-batch", "application/json", bytes.NewReader(b))
 }
 
 // checkZip verifies the ZIP holds n PDFs.

@@ -90,7 +90,19 @@ func (a *Client) PostJSON(path, token string, body, out any) error {
 
 // Get fetches path with the API key; anything but 200 is an error.
 func (a *Client) Get(path string) ([]byte, error) {
-	req, _ := http.NewRequest("GET", a.Base+path, nil)
+	return a.Send("GET", path, "", nil)
+}
+
+// Send makes one request with the API key and returns the body of a 200
+// answer; anything else is an error quoting the body.
+func (a *Client) Send(method, path, contentType string, body io.Reader) ([]byte, error) {
+	req, err := http.NewRequest(method, a.Base+path, body)
+	if err != nil {
+		return nil, err
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
 	req.Header.Set("X-API-Key", a.Key)
 	resp, err := a.HTTP.Do(req)
 	if err != nil {
@@ -102,7 +114,7 @@ func (a *Client) Get(path string) ([]byte, error) {
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %d %.300s", path, resp.StatusCode, data)
+		return nil, fmt.Errorf("%s %s: %d %.300s", method, path, resp.StatusCode, data)
 	}
 	return data, nil
 }
@@ -114,20 +126,12 @@ func (a *Client) Generate(html string) error {
 	p, _ := w.CreateFormFile("files", "index.html")
 	p.Write([]byte(html))
 	w.Close()
-	req, _ := http.NewRequest("POST", a.Base+"/pdf/generate", &buf)
-	req.Header.Set("Content-Type", w.FormDataContentType())
-	req.Header.Set("X-API-Key", a.Key)
-	resp, err := a.HTTP.Do(req)
+	body, err := a.Send("POST", "/pdf/generate", w.FormDataContentType(), &buf)
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK || !bytes.HasPrefix(body, []byte("%PDF")) {
-		return fmt.Errorf("generate: %d %.200s", resp.StatusCode, body)
+	if !bytes.HasPrefix(body, []byte("%PDF")) {
+		return fmt.Errorf("generate: not a PDF: %.200s", body)
 	}
 	return nil
 }
