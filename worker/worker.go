@@ -44,7 +44,7 @@ func New(ctx context.Context, cfg config.Config, q *queue.Conn, blobs blob.Store
 	if err != nil {
 		return nil, fmt.Errorf("worker: egress proxy: %w", err)
 	}
-	pool, err := browser.Start(ctx, browser.Config{Bin: cfg.ChromiumPath, Proxy: proxy.Addr(), Tabs: cfg.Workers, Log: log,
+	pool, err := browser.Start(ctx, browser.Config{Bin: cfg.ChromiumPath, Proxy: proxy.Addr(), HomeURL: egress.HomeURL, Tabs: cfg.Workers, Log: log,
 		NewLane: func() (browser.Lane, error) { return proxy.NewLane() }})
 	if err != nil {
 		proxy.Close()

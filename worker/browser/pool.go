@@ -1,14 +1,18 @@
 // Package browser runs one Chromium per worker process and hands out warm
 // tabs, one per concurrent job, each in a browser context of its own.
 //
-// Isolation without paying for a new renderer process per job: every job is
-// served from an origin of its own (a random bundle host), and after the job
-// the tab goes back to about:blank, its history, that origin's storage and
-// the context's cookies are cleared. A tab whose page reached anything beyond
-// its own uploads (another origin could hold state), failed, timed out, or
-// opened other targets gets its whole browser context thrown away and a fresh
-// one, prepared off the hot path. A watchdog relaunches a browser that crashed
-// or stopped answering.
+// Isolation without paying for a new renderer process, or even a new
+// document, per job: a tab waits on a blank home page with scripts off. A
+// page without scripts is written into that document (Tab.Open), which is
+// what a bare loop of go-rod does, and as no script ever runs there, the
+// next job finds nothing of it but a document it replaces. A page with
+// scripts gets an origin of its own (Tab.Navigate); after it the tab goes
+// home again with its history, window name, that origin's storage and the
+// context's cookies cleared. A tab whose page reached anything beyond its own
+// uploads (another origin could hold state), failed, timed out, or opened
+// other targets gets its whole browser context thrown away and a fresh one,
+// prepared off the hot path. A watchdog relaunches a browser that crashed or
+// stopped answering.
 package browser
 
 import (
@@ -19,6 +23,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,7 +56,10 @@ type Config struct {
 	NewLane func() (Lane, error)
 	// Tabs is the number of warm tabs, one per concurrent job.
 	Tabs int
-	Log  *slog.Logger
+	// HomeURL is the blank page tabs wait on; Tab.Open writes documents
+	// into it. It must be served through the proxy.
+	HomeURL string
+	Log     *slog.Logger
 }
 
 // maxJobsPerContext bounds how long one context lives, so whatever a
@@ -70,9 +78,14 @@ type slot struct {
 	gen   int64
 	ctxID proto.BrowserBrowserContextID
 	page  *rod.Page
-	jobs  int
+	net   *tracker
+	// stopNet ends the tracker with the context.
+	stopNet context.CancelFunc
+	jobs    int
 	// stale means the slot needs a fresh context before its next job.
 	stale bool
+	// scripted means the tab left home with scripts on and needs cleaning.
+	scripted bool
 }
 
 // Pool is a Chromium with warm isolated tabs.
@@ -91,6 +104,8 @@ type Pool struct {
 	noSandbox bool
 }
 
+const debianHeadlessShell = "/usr/lib/chromium/chromium-headless-shell"
+
 // FindChromium returns the browser to use: the configured path or the first
 // of the usual names on PATH.
 func FindChromium(configured string) (string, error) {
@@ -100,7 +115,14 @@ func FindChromium(configured string) (string, error) {
 		}
 		return configured, nil
 	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+	// The headless shell first: the same Blink without the browser's UI
+	// layer, which costs CPU on every navigation (docs/benchmarks.md).
+	// Debian's /usr/bin/chromium-headless-shell is a script that runs it
+	// as a child: the binary itself is what the watchdog must signal.
+	if _, err := os.Stat(debianHeadlessShell); err == nil {
+		return debianHeadlessShell, nil
+	}
+	for _, name := range []string{"chrome-headless-shell", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p, nil
 		}
@@ -226,8 +248,41 @@ func (p *Pool) renew(ctx context.Context, s *slot, inst *instance) error {
 		return fmt.Errorf("browser: attach tab: %w", err)
 	}
 	p.fresh.Add(1)
-	*s = slot{lane: s.lane, gen: inst.gen, ctxID: res.BrowserContextID, page: page}
+	netCtx, stopNet := context.WithCancel(context.Background())
+	*s = slot{lane: s.lane, gen: inst.gen, ctxID: res.BrowserContextID, page: page,
+		net: track(page.Context(netCtx)), stopNet: stopNet}
+	if err := goHome(page.Context(ctx), p.cfg.HomeURL); err != nil {
+		return fmt.Errorf("browser: home: %w", err)
+	}
 	return nil
+}
+
+// goHome turns scripts off and loads the home page. Scripts go off first,
+// so that no timer of the page being left runs again.
+func goHome(page *rod.Page, home string) error {
+	if err := (proto.EmulationSetScriptExecutionDisabled{Value: true}).Call(page); err != nil {
+		return fmt.Errorf("scripts off: %w", err)
+	}
+	nav, err := proto.PageNavigate{URL: home}.Call(page)
+	if err != nil {
+		return err
+	}
+	if nav.ErrorText != "" {
+		return errors.New(nav.ErrorText)
+	}
+	// With scripts off no load listener runs: poll the (tiny) page. Right
+	// after the navigation the tab may still show the old document.
+	for try := 0; ; try++ {
+		var state string
+		err := Evaluate(page, `() => document.URL + ' ' + document.readyState`, &state)
+		if err == nil && state == home+" complete" {
+			return nil
+		}
+		if try == 100 {
+			return fmt.Errorf("home page not loaded: %q %v", state, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // dispose throws s's context away, with every page and worker in it.
@@ -240,6 +295,7 @@ func (p *Pool) dispose(s *slot, inst *instance) {
 	// Stop a script that may still be running, then drop everything.
 	_ = proto.RuntimeTerminateExecution{}.Call(s.page.Context(ctx))
 	_ = proto.TargetDisposeBrowserContext{BrowserContextID: s.ctxID}.Call(inst.browser.Context(ctx))
+	s.stopNet()
 	s.page = nil
 }
 
@@ -279,11 +335,16 @@ func (p *Pool) release(s *slot, clean bool) {
 	inst := p.current()
 	s.jobs++
 	if clean && !s.lane.Foreign() && s.jobs < maxJobsPerContext && s.gen == inst.gen {
-		if err := p.clean(s, inst); err == nil {
-			return
+		var err error
+		if s.scripted {
+			err = p.clean(s, inst)
 		} else {
-			p.cfg.Log.Debug("tab not reusable, renewing its context", "err", err)
+			err = p.checkHome(s)
 		}
+		if err == nil {
+			return
+		}
+		p.cfg.Log.Debug("tab not reusable, renewing its context", "err", err)
 	}
 	p.dispose(s, inst)
 	s.stale = true
@@ -294,9 +355,26 @@ func (p *Pool) release(s *slot, clean bool) {
 	}
 }
 
-// clean takes the tab back to a blank state: no document, no history, no
-// window name, no storage of the job's origin, no cookies. Anything else left in the context
-// (popups, workers) makes it fail, and the context is renewed instead.
+// checkHome makes sure a job without scripts left the tab where it was: on
+// the home origin (it cannot navigate without scripts but by a meta refresh,
+// which Open's callers do not send there; this is the belt to those braces).
+func (p *Pool) checkHome(s *slot) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	info, err := proto.TargetGetTargetInfo{TargetID: s.page.TargetID}.Call(s.page.Context(ctx))
+	if err != nil {
+		return fmt.Errorf("target info: %w", err)
+	}
+	if !strings.HasPrefix(info.TargetInfo.URL, p.cfg.HomeURL) {
+		return fmt.Errorf("tab left home for %s", info.TargetInfo.URL)
+	}
+	return nil
+}
+
+// clean takes a tab that ran scripts back home: scripts off, no history, no
+// window name, no storage of the job's origin, no cookies. Anything else
+// left in the context (popups, workers) makes it fail, and the context is
+// renewed instead.
 func (p *Pool) clean(s *slot, inst *instance) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -305,10 +383,9 @@ func (p *Pool) clean(s *slot, inst *instance) error {
 	if err != nil {
 		return fmt.Errorf("target info: %w", err)
 	}
-	if _, err := (proto.PageNavigate{URL: "about:blank"}).Call(page); err != nil {
-		return fmt.Errorf("blank: %w", err)
+	if err := goHome(page, p.cfg.HomeURL); err != nil {
+		return fmt.Errorf("home: %w", err)
 	}
-	// Right after the navigation the page may still be switching documents.
 	for try := 0; ; try++ {
 		err := (proto.PageResetNavigationHistory{}).Call(page)
 		if err == nil {
@@ -344,18 +421,19 @@ func (p *Pool) clean(s *slot, inst *instance) error {
 			}
 		}
 	}
+	s.scripted = false
 	return nil
 }
 
 // Tab runs fn on a warm isolated tab. If the browser dies or hangs meanwhile,
 // the error wraps ErrBrowserGone and the browser is relaunched.
-func (p *Pool) Tab(ctx context.Context, fn func(page *rod.Page) error) error {
+func (p *Pool) Tab(ctx context.Context, fn func(t *Tab) error) error {
 	s, err := p.take(ctx)
 	if err != nil {
 		return err
 	}
 	inst := p.current()
-	err = fn(s.page.Context(ctx))
+	err = fn(&Tab{s: s, ctx: ctx})
 	if err != nil && !p.alive(inst) {
 		p.relaunch(inst)
 		s.stale = true

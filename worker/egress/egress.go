@@ -30,6 +30,17 @@ import (
 // bundleSuffix marks the hosts that serve uploaded files; it never reaches DNS.
 const bundleSuffix = ".bundle.docrender.internal"
 
+// homeHost is where tabs wait between jobs, and where a page printed
+// without scripts is opened: its bundle is under /<token>/ there. The host
+// never stores anything, as no script runs on it.
+const homeHost = "home" + bundleSuffix
+
+// HomeURL is the blank page of homeHost.
+const HomeURL = "http://" + homeHost + "/"
+
+// homePage is what HomeURL serves.
+const homePage = "<!doctype html><html><head><meta charset=\"utf-8\"></head><body></body></html>"
+
 // Bundle is a job's uploaded files by relative path.
 type Bundle map[string][]byte
 
@@ -73,20 +84,48 @@ func (p *Proxy) Close() error {
 	return p.srv.Close()
 }
 
-// Register serves b under a fresh unguessable host and returns its base URL
-// ("http://<host>/") and a function that unregisters it.
-func (p *Proxy) Register(b Bundle) (string, func()) {
+// Site is where a registered bundle is served.
+type Site struct {
+	token string
+}
+
+// URL is the address of the bundle's file name on a host of the bundle's
+// own: an origin no other job shares, for pages that run scripts.
+func (s Site) URL(name string) string {
+	return "http://b" + s.token + bundleSuffix + "/" + EscapePath(name)
+}
+
+// HomeURL is the address of the bundle's file name under HomeURL, for a
+// page opened without scripts in a tab that stays on the home origin.
+// The token keeps every URL of the job apart from every other job's, so
+// nothing a tab cached for one job can answer another's request.
+func (s Site) HomeURL(name string) string {
+	return HomeURL + s.token + "/" + EscapePath(name)
+}
+
+// Register serves b under a fresh unguessable token and returns where, and
+// a function that unregisters it.
+func (p *Proxy) Register(b Bundle) (Site, func()) {
 	tok := make([]byte, 16)
 	rand.Read(tok)
-	host := "b" + hex.EncodeToString(tok) + bundleSuffix
+	site := Site{token: hex.EncodeToString(tok)}
 	p.mu.Lock()
-	p.bundles[host] = b
+	p.bundles[site.token] = b
 	p.mu.Unlock()
-	return "http://" + host + "/", func() {
+	return site, func() {
 		p.mu.Lock()
-		delete(p.bundles, host)
+		delete(p.bundles, site.token)
 		p.mu.Unlock()
 	}
+}
+
+// EscapePath escapes each segment of a bundle file name for a URL path.
+func EscapePath(p string) string {
+	parts := strings.Split(p, "/")
+	for i, s := range parts {
+		parts[i] = url.PathEscape(s)
+	}
+	return strings.Join(parts, "/")
 }
 
 // Lane is a listener of its own for one browser tab. It notes whether the
@@ -158,16 +197,26 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *Proxy) serveBundle(w http.ResponseWriter, r *http.Request, host string) {
-	p.mu.RLock()
-	b, ok := p.bundles[host]
-	p.mu.RUnlock()
-	if !ok {
-		http.NotFound(w, r)
-		return
-	}
 	name := strings.TrimPrefix(path.Clean("/"+r.URL.Path), "/")
 	if u, err := url.PathUnescape(name); err == nil {
 		name = u
+	}
+	token, ok := strings.CutPrefix(strings.TrimSuffix(host, bundleSuffix), "b")
+	if host == homeHost {
+		if name == "" {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.Header().Set("Cache-Control", "no-store")
+			io.WriteString(w, homePage)
+			return
+		}
+		token, name, ok = strings.Cut(name, "/")
+	}
+	p.mu.RLock()
+	b, found := p.bundles[token]
+	p.mu.RUnlock()
+	if !ok || !found {
+		http.NotFound(w, r)
+		return
 	}
 	data, ok := b[name]
 	if !ok {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/docrender/docrender/pkg/apierr"
 	"github.com/docrender/docrender/pkg/qr"
+	"github.com/docrender/docrender/worker/browser"
 )
 
 // InputError is a page the client must fix (a bad data-qr attribute, say).
@@ -87,7 +88,7 @@ const setQRJS = `(urls, sizes) => {
 // an *InputError naming the attribute and the image.
 func QRCodes(ctx context.Context, page *rod.Page) error {
 	var found [][]*string
-	if err := evaluate(page, collectQRJS, &found); err != nil {
+	if err := browser.Evaluate(page, collectQRJS, &found); err != nil {
 		return fmt.Errorf("%w: data-qr: collect: %v", ErrPage, err)
 	}
 	if len(found) == 0 {
@@ -100,7 +101,7 @@ func QRCodes(ctx context.Context, page *rod.Page) error {
 	if err != nil {
 		return err
 	}
-	if err := evaluate(page, setQRJS, nil, urls, sizes); err != nil {
+	if err := browser.Evaluate(page, setQRJS, nil, urls, sizes); err != nil {
 		return fmt.Errorf("%w: data-qr: set images: %v", ErrPage, err)
 	}
 	return nil

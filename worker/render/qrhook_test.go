@@ -52,7 +52,7 @@ func testRenderer(t testing.TB, hooks ...PageHook) *Renderer {
 		if testProxy, poolErr = egress.Start(netguard.New(nil), log); poolErr != nil {
 			return
 		}
-		testPool, poolErr = browser.Start(context.Background(), browser.Config{Bin: bin, Proxy: testProxy.Addr(), Tabs: 1, Log: log,
+		testPool, poolErr = browser.Start(context.Background(), browser.Config{Bin: bin, Proxy: testProxy.Addr(), HomeURL: egress.HomeURL, Tabs: 1, Log: log,
 			NewLane: func() (browser.Lane, error) { return testProxy.NewLane() }})
 		if poolErr != nil {
 			testProxy.Close()

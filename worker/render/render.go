@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/go-rod/rod"
@@ -70,27 +68,30 @@ func LoadBundle(ctx context.Context, blobs blob.Store, prefix string, files []st
 // Render prints the job's entry page to PDF bytes. timeout bounds loading
 // and printing together.
 func (r *Renderer) Render(ctx context.Context, b egress.Bundle, entry string, page *jobspb.Page, timeout time.Duration) ([]byte, error) {
-	base, unregister := r.Proxy.Register(b)
+	site, unregister := r.Proxy.Register(b)
 	defer unregister()
-	target := base + escapePath(entry)
+	html, static := withoutScripts(b, entry)
 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var out []byte
 	start := time.Now()
 	var tabAt, loadedAt, hooksAt time.Duration
-	err := r.Pool.Tab(ctx, func(p *rod.Page) error {
+	err := r.Pool.Tab(ctx, func(t *browser.Tab) error {
 		tabAt = time.Since(start)
-		nav, err := proto.PageNavigate{URL: target}.Call(p)
-		if err != nil {
-			return fmt.Errorf("%w: navigate: %v", ErrPage, err)
-		}
-		if nav.ErrorText != "" {
-			return fmt.Errorf("%w: navigate: %s", ErrPage, nav.ErrorText)
-		}
-		// The load event, then web fonts (they load lazily): one round trip.
-		if err := evaluate(p, waitLoadedJS, nil); err != nil {
-			return fmt.Errorf("%w: load: %v", ErrPage, err)
+		p := t.Page()
+		if static {
+			if err := t.Open(site.HomeURL(entry), html); err != nil {
+				return fmt.Errorf("%w: open: %v", ErrPage, err)
+			}
+		} else {
+			if err := t.Navigate(site.URL(entry)); err != nil {
+				return fmt.Errorf("%w: navigate: %v", ErrPage, err)
+			}
+			// The load event, then web fonts (they load lazily): one round trip.
+			if err := browser.Evaluate(p, waitLoadedJS, nil); err != nil {
+				return fmt.Errorf("%w: load: %v", ErrPage, err)
+			}
 		}
 		loadedAt = time.Since(start)
 		for _, h := range r.Hooks {
@@ -109,7 +110,7 @@ func (r *Renderer) Render(ctx context.Context, b egress.Bundle, entry string, pa
 			return fmt.Errorf("%w: read pdf: %v", ErrPage, err)
 		}
 		out = buf.Bytes()
-		r.log().DebugContext(ctx, "rendered", "tab_ms", ms(tabAt), "load_ms", ms(loadedAt-tabAt),
+		r.log().DebugContext(ctx, "rendered", "scripts", !static, "tab_ms", ms(tabAt), "load_ms", ms(loadedAt-tabAt),
 			"hooks_ms", ms(hooksAt-loadedAt), "print_ms", ms(time.Since(start)-hooksAt))
 		return nil
 	})
@@ -148,12 +149,4 @@ func printRequest(pg *jobspb.Page) *proto.PagePrintToPDF {
 		MarginLeft:        f(pg.MarginLeftIn),
 		PreferCSSPageSize: pg.PreferCssPageSize,
 	}
-}
-
-func escapePath(p string) string {
-	parts := strings.Split(p, "/")
-	for i, s := range parts {
-		parts[i] = url.PathEscape(s)
-	}
-	return strings.Join(parts, "/")
 }

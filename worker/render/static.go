@@ -1,0 +1,167 @@
+package render
+
+import (
+	"bytes"
+	"io"
+	"net/url"
+	"path"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+
+	"github.com/docrender/docrender/worker/egress"
+)
+
+// withoutScripts tells whether the job's entry page can be printed with
+// scripts off, written into a tab's home document (browser.Tab.Open), and
+// returns its text when it can. That path costs the browser about half of a
+// navigation (docs/benchmarks.md). A page is navigated to, with scripts on
+// and an origin of its own, when its entry file
+//   - is not UTF-8 HTML (the proxy serves .html as UTF-8; Open takes text);
+//   - has a script, an event handler, a javascript: URL, a <noscript> (shown
+//     when scripts are off), a frame, object, embed, media element, <base>
+//     or meta refresh: anything that would run, load another document, or
+//     render differently with scripts off;
+//   - or, in it or in any stylesheet of the bundle, refers to an address of
+//     its own host outside the bundle's folder ("/logo.png", or "../" above
+//     the root): a navigated page reaches its bundle's root there, a
+//     written one would leave its job's token prefix on the home origin;
+//   - or has CSS that asks whether scripts run, or uses image-set() or src().
+//
+// A page this misjudges as static renders without its scripts or with a
+// missing image: the isolation between jobs does not rest on it, as nothing
+// runs on the home origin whatever the document says.
+func withoutScripts(b egress.Bundle, entry string) (string, bool) {
+	switch strings.ToLower(path.Ext(entry)) {
+	case ".html", ".htm":
+	default:
+		return "", false
+	}
+	data := bytes.TrimPrefix(b[entry], []byte("\xef\xbb\xbf"))
+	if !utf8.Valid(data) || bytes.IndexByte(data, 0) >= 0 {
+		return "", false
+	}
+	if !staticHTML(data, entry) {
+		return "", false
+	}
+	for name, file := range b {
+		if strings.EqualFold(path.Ext(name), ".css") && !staticCSS(string(file), name) {
+			return "", false
+		}
+	}
+	return string(data), true
+}
+
+// urlAttrs are the attributes whose values are addresses the page loads or
+// links to.
+var urlAttrs = map[string]bool{"src": true, "href": true, "xlink:href": true, "poster": true,
+	"data": true, "background": true, "action": true, "formaction": true, "manifest": true,
+	"ping": true, "cite": true, "longdesc": true, "lowsrc": true, "icon": true}
+
+// dynamic are the elements that run something, load another document or
+// render differently with scripts off.
+var dynamic = map[atom.Atom]bool{atom.Script: true, atom.Noscript: true, atom.Iframe: true,
+	atom.Frame: true, atom.Frameset: true, atom.Object: true, atom.Embed: true, atom.Applet: true,
+	atom.Video: true, atom.Audio: true, atom.Base: true}
+
+func staticHTML(data []byte, name string) bool {
+	z := html.NewTokenizer(bytes.NewReader(data))
+	inStyle := false
+	for {
+		switch z.Next() {
+		case html.ErrorToken:
+			return z.Err() == io.EOF
+		case html.TextToken:
+			if inStyle && !staticCSS(string(z.Text()), name) {
+				return false
+			}
+		case html.EndTagToken:
+			inStyle = false
+		case html.StartTagToken, html.SelfClosingTagToken:
+			raw, hasAttr := z.TagName()
+			tag := atom.Lookup(raw)
+			if dynamic[tag] || (tag == 0 && (strings.EqualFold(string(raw), "fencedframe") || strings.EqualFold(string(raw), "portal"))) {
+				return false
+			}
+			inStyle = tag == atom.Style
+			for hasAttr {
+				var k, v []byte
+				k, v, hasAttr = z.TagAttr()
+				key, val := strings.ToLower(string(k)), string(v)
+				switch {
+				case strings.HasPrefix(key, "on"):
+					return false
+				case strings.Contains(strings.ToLower(strings.Join(strings.Fields(val), "")), "javascript:"):
+					return false
+				case tag == atom.Meta && key == "http-equiv" && strings.EqualFold(strings.TrimSpace(val), "refresh"):
+					return false
+				case key == "style" && !staticCSS(val, name):
+					return false
+				case (key == "srcset" || key == "imagesrcset") && !srcsetInside(val, name):
+					return false
+				case urlAttrs[key] && !inside(val, name):
+					return false
+				}
+			}
+		}
+	}
+}
+
+var (
+	cssURL    = regexp.MustCompile(`(?i)url\(\s*(?:"([^"]*)"|'([^']*)'|([^)\s]*))`)
+	cssImport = regexp.MustCompile(`(?i)@import\s*(?:"([^"]*)"|'([^']*)')`)
+	cssAsks   = regexp.MustCompile(`(?i)scripting|image-set\(|\bsrc\(`)
+)
+
+// staticCSS checks the CSS of the file name (a stylesheet, a <style> or a
+// style attribute in it).
+func staticCSS(css, name string) bool {
+	if cssAsks.MatchString(css) {
+		return false
+	}
+	for _, re := range []*regexp.Regexp{cssURL, cssImport} {
+		for _, m := range re.FindAllStringSubmatch(css, -1) {
+			if !inside(strings.Join(m[1:], ""), name) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func srcsetInside(srcset, name string) bool {
+	for _, cand := range strings.Split(srcset, ",") {
+		if f := strings.Fields(cand); len(f) > 0 && !inside(f[0], name) {
+			return false
+		}
+	}
+	return true
+}
+
+// insideBase stands for the job's token folder on the home origin.
+var insideBase = &url.URL{Scheme: "http", Host: "home.invalid", Path: "/token/"}
+
+// inside reports whether ref, written in the bundle file name, stays in the
+// bundle's folder when it is on the page's own host. Other hosts and
+// schemes are the egress proxy's business, not this check's.
+func inside(ref, name string) bool {
+	ref = strings.TrimSpace(ref)
+	if ref == "" || strings.HasPrefix(ref, "#") {
+		return true
+	}
+	base, err := insideBase.Parse(egress.EscapePath(name))
+	if err != nil {
+		return false
+	}
+	u, err := base.Parse(ref)
+	if err != nil {
+		return false
+	}
+	if u.Host != insideBase.Host || (u.Scheme != "http" && u.Scheme != "https") {
+		return true
+	}
+	return u.Scheme == "http" && strings.HasPrefix(u.Path, insideBase.Path)
+}
