@@ -132,10 +132,16 @@ func rasterize(t testing.TB, pdf []byte, page int) image.Image {
 
 func tinyPNG(t testing.TB) []byte {
 	t.Helper()
+	return solidPNG(t, color.RGBA{0, 0, 255, 255})
+}
+
+// solidPNG is a 40×40 image of one colour.
+func solidPNG(t testing.TB, c color.RGBA) []byte {
+	t.Helper()
 	img := image.NewRGBA(image.Rect(0, 0, 40, 40))
 	for y := range 40 {
 		for x := range 40 {
-			img.Set(x, y, color.RGBA{0, 0, 255, 255})
+			img.Set(x, y, c)
 		}
 	}
 	var buf bytes.Buffer

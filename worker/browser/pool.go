@@ -78,10 +78,7 @@ type slot struct {
 	gen   int64
 	ctxID proto.BrowserBrowserContextID
 	page  *rod.Page
-	net   *tracker
-	// stopNet ends the tracker with the context.
-	stopNet context.CancelFunc
-	jobs    int
+	jobs  int
 	// stale means the slot needs a fresh context before its next job.
 	stale bool
 	// scripted means the tab left home with scripts on and needs cleaning.
@@ -97,6 +94,7 @@ type Pool struct {
 	slots    []*slot
 	restarts atomic.Int64
 	fresh    atomic.Int64
+	opened   atomic.Int64
 	stop     chan struct{}
 	wg       sync.WaitGroup
 	// noSandbox: Chromium's sandbox is off (running as root, where Chromium
@@ -227,6 +225,10 @@ func (p *Pool) Restarts() int64 { return p.restarts.Load() }
 // see that tabs are reused).
 func (p *Pool) Fresh() int64 { return p.fresh.Load() }
 
+// Opened counts the documents written with Tab.Open (tests read it to see
+// which way a page was loaded).
+func (p *Pool) Opened() int64 { return p.opened.Load() }
+
 // renew gives s a fresh browser context and tab on inst.
 func (p *Pool) renew(ctx context.Context, s *slot, inst *instance) error {
 	b := inst.browser.Context(ctx)
@@ -248,9 +250,7 @@ func (p *Pool) renew(ctx context.Context, s *slot, inst *instance) error {
 		return fmt.Errorf("browser: attach tab: %w", err)
 	}
 	p.fresh.Add(1)
-	netCtx, stopNet := context.WithCancel(context.Background())
-	*s = slot{lane: s.lane, gen: inst.gen, ctxID: res.BrowserContextID, page: page,
-		net: track(page.Context(netCtx)), stopNet: stopNet}
+	*s = slot{lane: s.lane, gen: inst.gen, ctxID: res.BrowserContextID, page: page}
 	if err := goHome(page.Context(ctx), p.cfg.HomeURL); err != nil {
 		return fmt.Errorf("browser: home: %w", err)
 	}
@@ -295,7 +295,6 @@ func (p *Pool) dispose(s *slot, inst *instance) {
 	// Stop a script that may still be running, then drop everything.
 	_ = proto.RuntimeTerminateExecution{}.Call(s.page.Context(ctx))
 	_ = proto.TargetDisposeBrowserContext{BrowserContextID: s.ctxID}.Call(inst.browser.Context(ctx))
-	s.stopNet()
 	s.page = nil
 }
 
@@ -433,7 +432,7 @@ func (p *Pool) Tab(ctx context.Context, fn func(t *Tab) error) error {
 		return err
 	}
 	inst := p.current()
-	err = fn(&Tab{s: s, ctx: ctx})
+	err = fn(&Tab{p: p, s: s, ctx: ctx})
 	if err != nil && !p.alive(inst) {
 		p.relaunch(inst)
 		s.stale = true
