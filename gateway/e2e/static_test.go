@@ -111,7 +111,7 @@ func TestStaticJobsDoNotShareFiles(t *testing.T) {
 	c.generatePDF(simpleHTML, nil) // the tab is warm and home
 	fresh, opened := pool.Fresh(), pool.Opened()
 	for i, tc := range []struct {
-		mark      string
+		mark       string
 		col, other color.RGBA
 	}{{"FIRSTJOB", red, blue}, {"SECONDJOB", blue, red}, {"THIRDJOB", red, blue}} {
 		resp := c.generate(job(tc.mark, tc.col), nil)
