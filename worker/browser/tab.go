@@ -41,33 +41,24 @@ func (t *Tab) Navigate(url string) error {
 }
 
 // Open writes html as the document at url, which must be on the home origin,
-// and waits for its fonts. Scripts stay off: the document is what the page
-// of a job without scripts becomes, and it replaces whatever the tab showed,
-// as Page.setDocumentContent does. The print that follows waits for images
+// then calls the JavaScript function fn with args as Evaluate does, in the
+// same round trip. Scripts stay off: the document is what the page of a job
+// without scripts becomes, and it replaces whatever the tab showed, as
+// Page.setDocumentContent would. The print that follows waits for images
 // and stylesheets still loading (TestStaticPageWaitsForItsResources holds it
-// to that); a written document's own load event would not, as the tab's
+// to that); a written document's own load event does not, as the tab's
 // document completed loading once already.
-func (t *Tab) Open(url, html string) error {
+func (t *Tab) Open(url, html, fn string, out any, args ...any) error {
 	t.p.opened.Add(1)
-	page := t.Page()
-	if err := Evaluate(page, `(url) => history.replaceState(null, '', url)`, nil, url); err != nil {
-		return fmt.Errorf("address: %w", err)
-	}
-	if err := (proto.PageSetDocumentContent{FrameID: page.FrameID, HTML: html}).Call(page); err != nil {
-		return fmt.Errorf("write: %w", err)
-	}
-	if err := Evaluate(page, settleJS, nil); err != nil {
-		return fmt.Errorf("settle: %w", err)
-	}
-	return nil
-}
-
-// settleJS brings style and layout up to date, which starts the loads of
-// CSS images and web fonts, and waits for the fonts.
-const settleJS = `async () => {
-	document.documentElement.getBoundingClientRect();
-	await document.fonts.ready;
+	open := `async (url, html, ...args) => {
+	history.replaceState(null, '', url);
+	document.open();
+	document.write(html);
+	document.close();
+	return (` + fn + `)(...args);
 }`
+	return Evaluate(t.Page(), open, out, append([]any{url, html}, args...)...)
+}
 
 // Evaluate calls the JavaScript function fn with args in the page and
 // decodes its (awaited) result into out, when out is not nil. It is one plain

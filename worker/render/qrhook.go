@@ -86,7 +86,9 @@ const setQRJS = `(urls, sizes) => {
 // whatever the number of codes: one to collect the attributes, one to set
 // every src and await the decodes. An invalid attribute fails the job with
 // an *InputError naming the attribute and the image.
-func QRCodes(ctx context.Context, page *rod.Page) error {
+var QRCodes = PageHook{Selector: "img[data-qr]", Run: qrCodes}
+
+func qrCodes(ctx context.Context, page *rod.Page) error {
 	var found [][]*string
 	if err := browser.Evaluate(page, collectQRJS, &found); err != nil {
 		return fmt.Errorf("%w: data-qr: collect: %v", ErrPage, err)

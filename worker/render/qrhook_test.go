@@ -109,7 +109,7 @@ func TestQRCodesHookPhases(t *testing.T) {
 		complete = done.Value.Int()
 		return nil
 	}
-	r := testRenderer(t, measured)
+	r := testRenderer(t, PageHook{Selector: "img[data-qr]", Run: measured})
 	b := egress.Bundle{"index.html": []byte(tickets(100))}
 	if _, err := r.Render(context.Background(), b, "index.html", a4, 30*time.Second); err != nil { // warm-up
 		t.Fatal(err)

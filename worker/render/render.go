@@ -27,8 +27,13 @@ var ErrTimeout = errors.New("render: timed out")
 // ErrPage is a page that could not be loaded or printed.
 var ErrPage = errors.New("render: page failed")
 
-// PageHook runs on the loaded page before printing (inline QR codes, say).
-type PageHook func(ctx context.Context, page *rod.Page) error
+// PageHook runs on the loaded page before printing (inline QR codes, say),
+// when the page has an element matching Selector, or a frame that could:
+// the load's own round trip finds out, so a page without any costs nothing.
+type PageHook struct {
+	Selector string
+	Run      func(ctx context.Context, page *rod.Page) error
+}
 
 // Renderer renders HTML bundles.
 type Renderer struct {
@@ -80,23 +85,29 @@ func (r *Renderer) Render(ctx context.Context, b egress.Bundle, entry string, pa
 	err := r.Pool.Tab(ctx, func(t *browser.Tab) error {
 		tabAt = time.Since(start)
 		p := t.Page()
+		selectors := make([]string, len(r.Hooks))
+		for i, h := range r.Hooks {
+			selectors[i] = h.Selector
+		}
+		var matched []bool
 		if static {
-			if err := t.Open(site.HomeURL(entry), html); err != nil {
+			if err := t.Open(site.HomeURL(entry), html, loadedJS, &matched, selectors); err != nil {
 				return fmt.Errorf("%w: open: %v", ErrPage, err)
 			}
 		} else {
 			if err := t.Navigate(site.URL(entry)); err != nil {
 				return fmt.Errorf("%w: navigate: %v", ErrPage, err)
 			}
-			// The load event, then web fonts (they load lazily): one round trip.
-			if err := browser.Evaluate(p, waitLoadedJS, nil); err != nil {
+			if err := browser.Evaluate(p, loadedJS, &matched, selectors); err != nil {
 				return fmt.Errorf("%w: load: %v", ErrPage, err)
 			}
 		}
 		loadedAt = time.Since(start)
-		for _, h := range r.Hooks {
-			if err := h(ctx, p); err != nil {
-				return err
+		for i, h := range r.Hooks {
+			if i < len(matched) && matched[i] {
+				if err := h.Run(ctx, p); err != nil {
+					return err
+				}
 			}
 		}
 		hooksAt = time.Since(start)
@@ -128,12 +139,16 @@ func (r *Renderer) Render(ctx context.Context, b egress.Bundle, entry string, pa
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-const waitLoadedJS = `async () => {
+// loadedJS waits for the load event (a written document has had it), then
+// for web fonts (they load lazily, at layout), and tells which of the
+// hooks' selectors match, all in one round trip.
+const loadedJS = `async (selectors) => {
 	if (document.readyState !== 'complete') {
 		await new Promise(r => addEventListener('load', r, { once: true }));
 	}
+	document.documentElement.getBoundingClientRect();
 	await document.fonts.ready;
-	return true;
+	return selectors.map(s => document.querySelector(s + ', iframe, frame') !== null);
 }`
 
 func printRequest(pg *jobspb.Page) *proto.PagePrintToPDF {

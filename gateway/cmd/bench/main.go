@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -31,9 +32,20 @@ import (
 func main() {
 	levels := flag.String("c", "1,4,8", "concurrency levels")
 	dur := flag.Duration("d", 15*time.Second, "measuring time per level and side")
+	profile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (service and loops) to this file")
 	flag.Parse()
+	if *profile != "" {
+		f, err := os.Create(*profile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
 	if err := run(*levels, *dur); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
