@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"crypto/rand"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -133,28 +134,52 @@ func multipartBytes(t *testing.T, data []byte) []byte {
 	return b.Bytes()
 }
 
+// A page that never finishes, by a script that never ends (navigated to)
+// or by an image that never arrives (written without scripts), is a 500
+// at the render timeout; the next render works.
 func TestRenderTimeoutThenHealthy(t *testing.T) {
-	svc := startService(t, func(cfg *configT) { cfg.RenderTimeout = 3 * time.Second })
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hang := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+	})}
+	go hang.Serve(ln)
+	t.Cleanup(func() { hang.Close() })
+	svc := startService(t, func(cfg *configT) {
+		cfg.RenderTimeout = 3 * time.Second
+		cfg.RenderAllowHosts = []string{ln.Addr().String()}
+	})
 	c := newClient(t, svc)
-	start := time.Now()
-	resp := c.generate([]file{htmlFile("index.html", `<script>while(true){}</script><p>never</p>`)}, nil)
-	e := expectError(t, resp, http.StatusInternalServerError, apierr.Internal)
-	if !strings.Contains(e.Message, "time limit") {
-		t.Errorf("message %q", e.Message)
+	tests := []struct{ name, html string }{
+		{"script that never ends", `<script>while(true){}</script><p>never</p>`},
+		{"image that never arrives", `<p>never</p><img src="http://` + ln.Addr().String() + `/x.png">`},
 	}
-	if d := time.Since(start); d > 20*time.Second {
-		t.Errorf("timeout answered after %s", d)
-	}
-	// The conversion is given back and the next render works.
-	if got := c.usage(); got != 0 {
-		t.Errorf("conversions used after a failed render = %d, want 0", got)
-	}
-	pdf := c.generatePDF(simpleHTML, nil)
-	if !strings.Contains(text(t, pdf), "Hello docrender") {
-		t.Fatal("next render broken")
-	}
-	if got := c.usage(); got != 1 {
-		t.Errorf("conversions used = %d, want 1", got)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			used := c.usage()
+			start := time.Now()
+			resp := c.generate([]file{htmlFile("index.html", tc.html)}, nil)
+			e := expectError(t, resp, http.StatusInternalServerError, apierr.Internal)
+			if !strings.Contains(e.Message, "time limit") {
+				t.Errorf("message %q", e.Message)
+			}
+			if d := time.Since(start); d > 20*time.Second {
+				t.Errorf("timeout answered after %s", d)
+			}
+			// The conversion is given back and the next render works.
+			if got := c.usage(); got != used {
+				t.Errorf("conversions used after a failed render = %d, want %d", got, used)
+			}
+			pdf := c.generatePDF(simpleHTML, nil)
+			if !strings.Contains(text(t, pdf), "Hello docrender") {
+				t.Fatal("next render broken")
+			}
+			if got := c.usage(); got != used+1 {
+				t.Errorf("conversions used = %d, want %d", got, used+1)
+			}
+		})
 	}
 }
 

@@ -46,7 +46,8 @@ func TestStaticPageWaitsForItsResources(t *testing.T) {
 	}
 	bluePNG := solidPNG(t, blue)
 	slow := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(700 * time.Millisecond)
+		// Longer than the two seconds the print itself waits for loads.
+		time.Sleep(2500 * time.Millisecond)
 		w.Header().Set("Content-Type", "image/png")
 		w.Write(bluePNG)
 	})}

@@ -78,7 +78,10 @@ type slot struct {
 	gen   int64
 	ctxID proto.BrowserBrowserContextID
 	page  *rod.Page
-	jobs  int
+	net   *tracker
+	// stopNet ends the tracker with the context.
+	stopNet context.CancelFunc
+	jobs    int
 	// stale means the slot needs a fresh context before its next job.
 	stale bool
 	// scripted means the tab left home with scripts on and needs cleaning.
@@ -250,7 +253,9 @@ func (p *Pool) renew(ctx context.Context, s *slot, inst *instance) error {
 		return fmt.Errorf("browser: attach tab: %w", err)
 	}
 	p.fresh.Add(1)
-	*s = slot{lane: s.lane, gen: inst.gen, ctxID: res.BrowserContextID, page: page}
+	netCtx, stopNet := context.WithCancel(context.Background())
+	*s = slot{lane: s.lane, gen: inst.gen, ctxID: res.BrowserContextID, page: page,
+		net: track(page.Context(netCtx)), stopNet: stopNet}
 	if err := goHome(page.Context(ctx), p.cfg.HomeURL); err != nil {
 		return fmt.Errorf("browser: home: %w", err)
 	}
@@ -295,6 +300,7 @@ func (p *Pool) dispose(s *slot, inst *instance) {
 	// Stop a script that may still be running, then drop everything.
 	_ = proto.RuntimeTerminateExecution{}.Call(s.page.Context(ctx))
 	_ = proto.TargetDisposeBrowserContext{BrowserContextID: s.ctxID}.Call(inst.browser.Context(ctx))
+	s.stopNet()
 	s.page = nil
 }
 

@@ -2,6 +2,7 @@ package browser
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,25 +41,66 @@ func (t *Tab) Navigate(url string) error {
 	return nil
 }
 
+// maxSettleRounds bounds Open's waiting for loads that start others (a
+// stylesheet's fonts and images, an @import): a few are plenty.
+const maxSettleRounds = 16
+
 // Open writes html as the document at url, which must be on the home origin,
-// then calls the JavaScript function fn with args as Evaluate does, in the
-// same round trip. Scripts stay off: the document is what the page of a job
-// without scripts becomes, and it replaces whatever the tab showed, as
-// Page.setDocumentContent would. The print that follows waits for images
-// and stylesheets still loading (TestStaticPageWaitsForItsResources holds it
-// to that); a written document's own load event does not, as the tab's
-// document completed loading once already.
+// calls the JavaScript function fn with args as Evaluate does, in the same
+// round trip, and waits until every resource the document asked for has
+// loaded. Scripts stay off: the document is what the page of a job without
+// scripts becomes, and it replaces whatever the tab showed.
+//
+// A written document's load event does not wait for its subresources (the
+// tab's document completed loading once already), and the print waits for
+// loads in flight for two seconds at most; so Open watches the network: it
+// brings style and layout up to date (which starts the loads of CSS images
+// and fonts), waits until no request is in flight, and repeats until a round
+// starts no new request.
 func (t *Tab) Open(url, html, fn string, out any, args ...any) error {
 	t.p.opened.Add(1)
-	open := `async (url, html, ...args) => {
+	page, net := t.Page(), t.s.net
+	net.reset()
+	mark := "docrender-settled-" + rand.Text()
+	open := `async (url, html, mark, ...args) => {
 	history.replaceState(null, '', url);
 	document.open();
 	document.write(html);
 	document.close();
-	return (` + fn + `)(...args);
+	const out = await (` + fn + `)(...args);
+	document.documentElement.getBoundingClientRect();
+	await document.fonts.ready;
+	console.debug(mark);
+	return out;
 }`
-	return Evaluate(t.Page(), open, out, append([]any{url, html}, args...)...)
+	if err := Evaluate(page, open, out, append([]any{url, html, mark}, args...)...); err != nil {
+		return err
+	}
+	started := 0
+	for range maxSettleRounds {
+		if err := net.waitIdle(t.ctx, mark); err != nil {
+			return fmt.Errorf("waiting for the page's resources: %w", err)
+		}
+		if net.startedCount() == started {
+			return nil
+		}
+		started = net.startedCount()
+		mark = "docrender-settled-" + rand.Text()
+		if err := Evaluate(page, settleJS, nil, mark); err != nil {
+			return fmt.Errorf("settle: %w", err)
+		}
+	}
+	return nil
 }
+
+// settleJS brings style and layout up to date, waits for the fonts, and
+// writes mark to the console: the tracker sees it after every network event
+// the page sent before it.
+const settleJS = `async (mark) => {
+	document.documentElement.getBoundingClientRect();
+	await document.fonts.ready;
+	console.debug(mark);
+}`
 
 // Evaluate calls the JavaScript function fn with args in the page and
 // decodes its (awaited) result into out, when out is not nil. It is one plain

@@ -31,6 +31,9 @@ import (
 //     written one would leave its job's token prefix on the home origin;
 //   - or has CSS that asks whether scripts run, or uses image-set() or src().
 //
+// Entry pages over maxWrittenHTML are navigated to as well: they travel in
+// one CDP message when written, and their rendering dwarfs a navigation.
+//
 // A page this misjudges as static renders without its scripts or with a
 // missing image: the isolation between jobs does not rest on it, as nothing
 // runs on the home origin whatever the document says.
@@ -41,6 +44,9 @@ func withoutScripts(b egress.Bundle, entry string) (string, bool) {
 		return "", false
 	}
 	data := bytes.TrimPrefix(b[entry], []byte("\xef\xbb\xbf"))
+	if len(data) > maxWrittenHTML {
+		return "", false
+	}
 	if !utf8.Valid(data) || bytes.IndexByte(data, 0) >= 0 {
 		return "", false
 	}
@@ -54,6 +60,8 @@ func withoutScripts(b egress.Bundle, entry string) (string, bool) {
 	}
 	return string(data), true
 }
+
+const maxWrittenHTML = 2 << 20
 
 // urlAttrs are the attributes whose values are addresses the page loads or
 // links to.

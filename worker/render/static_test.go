@@ -1,6 +1,7 @@
 package render
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/docrender/docrender/worker/egress"
@@ -41,6 +42,7 @@ func TestWithoutScripts(t *testing.T) {
 		{"scripting media query", "index.html", map[string]string{"index.html": `<style>@media (scripting: none) { p { color: red } }</style>`}, false},
 		{"image-set", "index.html", map[string]string{"index.html": `<style>p { background: image-set("a.png" 1x) }</style>`}, false},
 		{"not UTF-8", "index.html", map[string]string{"index.html": "<p>caf\xe9</p>"}, false},
+		{"over 2 MiB", "index.html", map[string]string{"index.html": "<p>" + strings.Repeat("x", 2<<20) + "</p>"}, false},
 		{"not HTML", "page.xhtml", map[string]string{"page.xhtml": `<html xmlns="http://www.w3.org/1999/xhtml"><p>x</p></html>`}, false},
 	}
 	for _, tc := range tests {
