@@ -27,3 +27,7 @@ tr:nth-child(even) td { background: #f4f9f6; }
 <p class="total"><b>Total due: €4,242.00</b></p><p>Payment within 14 days. Thank you for your business.</p>
 </body></html>`
 }()
+
+// Scripted is the invoice with a script that fills in the date: a page the
+// service must navigate to, with scripts on, rather than write.
+var Scripted = strings.Replace(Invoice, "</body>", `<p id="d"></p><script>document.getElementById('d').textContent = 'Issued 2026-11-21';</script></body>`, 1)

@@ -33,6 +33,7 @@ func main() {
 	levels := flag.String("c", "1,4,8", "concurrency levels")
 	dur := flag.Duration("d", 15*time.Second, "measuring time per level and side")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (service and loops) to this file")
+	page := flag.String("page", "invoice", "invoice, or scripted: the invoice with a script, which the service navigates to")
 	flag.Parse()
 	if *profile != "" {
 		f, err := os.Create(*profile)
@@ -43,7 +44,12 @@ func main() {
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
 	}
-	if err := run(*levels, *dur); err != nil {
+	html, ok := map[string]string{"invoice": Invoice, "scripted": Scripted}[*page]
+	if !ok {
+		fmt.Fprintln(os.Stderr, "bench: -page is invoice or scripted")
+		os.Exit(2)
+	}
+	if err := run(*levels, *dur, *page, html); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
@@ -96,7 +102,7 @@ func measure(c int, d time.Duration, fn func(worker int) error) (result, error) 
 	return result{n: len(lat), elapsed: elapsed, p50: lat[len(lat)/2], p95: lat[len(lat)*95/100]}, nil
 }
 
-func run(levels string, dur time.Duration) error {
+func run(levels string, dur time.Duration, name, html string) error {
 	var cs []int
 	maxC := 1
 	for _, f := range strings.Split(levels, ",") {
@@ -136,19 +142,19 @@ func run(levels string, dur time.Duration) error {
 	}
 	defer closeBare()
 
-	service := func(int) error { return api.Generate(Invoice) }
-	bare := func(i int) error { return renderBare(pages[i]) }
+	service := func(int) error { return api.Generate(html) }
+	bare := func(i int) error { return renderBare(pages[i], html) }
 	// A third loop separates the cost of loading the page by navigation
 	// (which the service needs: a real origin for relative assets, scripts
 	// and fetch) from the rest of the service path.
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		io.WriteString(w, Invoice)
+		io.WriteString(w, html)
 	}))
 	defer srv.Close()
 	bareNav := func(i int) error { return renderBareNavigate(pages[i], srv.URL) }
 
-	fmt.Printf("docrender bench: one-page invoice, %s per level and side, DOCRENDER_WORKERS=%d, %s\n", dur, cfg.Workers, bin)
+	fmt.Printf("docrender bench: one-page %s, %s per level and side, DOCRENDER_WORKERS=%d, %s\n", name, dur, cfg.Workers, bin)
 	fmt.Printf("%-4s | %-28s | %-28s | %-7s | %-28s\n", "c", "service PDFs/s  p50  p95", "bare rod PDFs/s  p50  p95", "ratio", "bare rod, navigating: PDFs/s p50")
 	for _, c := range cs {
 		s, err := measure(c, dur, service)
@@ -201,8 +207,8 @@ func renderBareNavigate(p *rod.Page, url string) error {
 	return printInvoice(p)
 }
 
-func renderBare(p *rod.Page) error {
-	if err := p.SetDocumentContent(Invoice); err != nil {
+func renderBare(p *rod.Page, html string) error {
+	if err := p.SetDocumentContent(html); err != nil {
 		return err
 	}
 	return printInvoice(p)
