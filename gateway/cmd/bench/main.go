@@ -33,6 +33,7 @@ func main() {
 	levels := flag.String("c", "1,4,8", "concurrency levels")
 	dur := flag.Duration("d", 15*time.Second, "measuring time per level and side")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (service and loops) to this file")
+	rounds := flag.Int("rounds", 5, "rounds per level: the sides take turns, each measured for d/rounds")
 	page := flag.String("page", "invoice", "invoice, or scripted: the invoice with a script, which the service navigates to")
 	flag.Parse()
 	if *profile != "" {
@@ -49,7 +50,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench: -page is invoice or scripted")
 		os.Exit(2)
 	}
-	if err := run(*levels, *dur, *page, html); err != nil {
+	if err := run(*levels, *dur, max(*rounds, 1), *page, html); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
@@ -57,12 +58,21 @@ func main() {
 }
 
 type result struct {
-	n        int
-	elapsed  time.Duration
-	p50, p95 time.Duration
+	elapsed time.Duration
+	lat     []time.Duration
 }
 
-func (r result) rate() float64 { return float64(r.n) / r.elapsed.Seconds() }
+func (r result) rate() float64 { return float64(len(r.lat)) / r.elapsed.Seconds() }
+
+// add merges another round's measurement into r.
+func (r *result) add(o result) {
+	r.elapsed += o.elapsed
+	r.lat = append(r.lat, o.lat...)
+	slices.Sort(r.lat)
+}
+
+func (r result) p50() time.Duration { return r.lat[len(r.lat)/2] }
+func (r result) p95() time.Duration { return r.lat[len(r.lat)*95/100] }
 
 // measure runs fn from c goroutines for d (after one warm-up call each).
 func measure(c int, d time.Duration, fn func(worker int) error) (result, error) {
@@ -97,12 +107,10 @@ func measure(c int, d time.Duration, fn func(worker int) error) (result, error) 
 	if err, _ := failed.Load().(error); err != nil {
 		return result{}, err
 	}
-	elapsed := time.Since(start)
-	slices.Sort(lat)
-	return result{n: len(lat), elapsed: elapsed, p50: lat[len(lat)/2], p95: lat[len(lat)*95/100]}, nil
+	return result{elapsed: time.Since(start), lat: lat}, nil
 }
 
-func run(levels string, dur time.Duration, name, html string) error {
+func run(levels string, dur time.Duration, rounds int, name, html string) error {
 	var cs []int
 	maxC := 1
 	for _, f := range strings.Split(levels, ",") {
@@ -154,23 +162,27 @@ func run(levels string, dur time.Duration, name, html string) error {
 	defer srv.Close()
 	bareNav := func(i int) error { return renderBareNavigate(pages[i], srv.URL) }
 
-	fmt.Printf("docrender bench: one-page %s, %s per level and side, DOCRENDER_WORKERS=%d, %s\n", name, dur, cfg.Workers, bin)
+	fmt.Printf("docrender bench: one-page %s, %s per level and side in %d alternating rounds, DOCRENDER_WORKERS=%d, %s\n", name, dur, rounds, cfg.Workers, bin)
 	fmt.Printf("%-4s | %-28s | %-28s | %-7s | %-28s\n", "c", "service PDFs/s  p50  p95", "bare rod PDFs/s  p50  p95", "ratio", "bare rod, navigating: PDFs/s p50")
 	for _, c := range cs {
-		s, err := measure(c, dur, service)
-		if err != nil {
-			return fmt.Errorf("service at %d: %w", c, err)
-		}
-		b, err := measure(c, dur, bare)
-		if err != nil {
-			return fmt.Errorf("bare at %d: %w", c, err)
-		}
-		n, err := measure(c, dur, bareNav)
-		if err != nil {
-			return fmt.Errorf("bare navigating at %d: %w", c, err)
+		// The sides take turns in short rounds, so that a change in what
+		// else the machine does lands on all of them alike.
+		var s, b, n result
+		for range rounds {
+			for _, side := range []struct {
+				name string
+				fn   func(int) error
+				into *result
+			}{{"service", service, &s}, {"bare", bare, &b}, {"bare navigating", bareNav, &n}} {
+				r, err := measure(c, dur/time.Duration(rounds), side.fn)
+				if err != nil {
+					return fmt.Errorf("%s at %d: %w", side.name, c, err)
+				}
+				side.into.add(r)
+			}
 		}
 		fmt.Printf("%-4d | %6.1f %6.0fms %6.0fms     | %6.1f %6.0fms %6.0fms       | %5.1f%%  | %6.1f %6.0fms\n", c,
-			s.rate(), ms(s.p50), ms(s.p95), b.rate(), ms(b.p50), ms(b.p95), 100*s.rate()/b.rate(), n.rate(), ms(n.p50))
+			s.rate(), ms(s.p50()), ms(s.p95()), b.rate(), ms(b.p50()), ms(b.p95()), 100*s.rate()/b.rate(), n.rate(), ms(n.p50()))
 	}
 	return nil
 }
