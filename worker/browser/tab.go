@@ -61,6 +61,7 @@ func (t *Tab) Open(url, html, fn string, out any, args ...any) error {
 	t.p.opened.Add(1)
 	page, net := t.Page(), t.s.net
 	net.reset()
+	started := net.startedCount()
 	mark := "docrender-settled-" + rand.Text()
 	open := `async (url, html, mark, ...args) => {
 	history.replaceState(null, '', url);
@@ -76,7 +77,6 @@ func (t *Tab) Open(url, html, fn string, out any, args ...any) error {
 	if err := Evaluate(page, open, out, append([]any{url, html, mark}, args...)...); err != nil {
 		return err
 	}
-	started := 0
 	for range maxSettleRounds {
 		if err := net.waitIdle(t.ctx, mark); err != nil {
 			return fmt.Errorf("waiting for the page's resources: %w", err)
