@@ -9,7 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -129,8 +128,7 @@ func run(levels string, dur time.Duration, rounds int, name, html string) error 
 		return err
 	}
 	ctx := context.Background()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a, err := app.Start(ctx, cfg, log)
+	a, err := app.Start(ctx, cfg, benchapi.Logger())
 	if err != nil {
 		return err
 	}

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"slices"
 	"strconv"
@@ -32,7 +30,7 @@ func throughput(n, rounds int) error {
 		return err
 	}
 	ctx := context.Background()
-	a, err := app.Start(ctx, cfg, benchLogger())
+	a, err := app.Start(ctx, cfg, benchapi.Logger())
 	if err != nil {
 		return err
 	}
@@ -109,17 +107,6 @@ func singles(c *benchapi.Client, n, conc int) error {
 		return err
 	}
 	return nil
-}
-
-// benchLogger discards the service's log unless DOCRENDER_BENCH_LOG names
-// a file to write it to (JSON), for looking into a slow run.
-func benchLogger() *slog.Logger {
-	if p := os.Getenv("DOCRENDER_BENCH_LOG"); p != "" {
-		if f, err := os.Create(p); err == nil {
-			return slog.New(slog.NewJSONHandler(f, nil))
-		}
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
 // loadAvg is the 1, 5 and 15 minute load average (Linux), printed with the

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime/multipart"
 	"net/http"
 	"os"
@@ -134,4 +135,16 @@ func (a *Client) Generate(html string) error {
 		return fmt.Errorf("generate: not a PDF: %.200s", body)
 	}
 	return nil
+}
+
+// Logger discards the service's log unless DOCRENDER_BENCH_LOG names a file
+// to write it to (JSON, debug level: every render's step timings), for
+// looking into a slow run.
+func Logger() *slog.Logger {
+	if p := os.Getenv("DOCRENDER_BENCH_LOG"); p != "" {
+		if f, err := os.Create(p); err == nil {
+			return slog.New(slog.NewJSONHandler(f, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		}
+	}
+	return slog.New(slog.DiscardHandler)
 }
