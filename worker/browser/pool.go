@@ -253,10 +253,14 @@ func (p *Pool) renew(ctx context.Context, s *slot, inst *instance) error {
 		return fmt.Errorf("browser: attach tab: %w", err)
 	}
 	p.fresh.Add(1)
+	if s.stopNet != nil {
+		s.stopNet() // the last context's, gone with its browser
+	}
 	netCtx, stopNet := context.WithCancel(context.Background())
 	*s = slot{lane: s.lane, gen: inst.gen, ctxID: res.BrowserContextID, page: page,
 		net: track(page.Context(netCtx)), stopNet: stopNet}
 	if err := goHome(page.Context(ctx), p.cfg.HomeURL); err != nil {
+		p.dispose(s, inst)
 		return fmt.Errorf("browser: home: %w", err)
 	}
 	return nil
@@ -292,6 +296,9 @@ func goHome(page *rod.Page, home string) error {
 
 // dispose throws s's context away, with every page and worker in it.
 func (p *Pool) dispose(s *slot, inst *instance) {
+	if s.stopNet != nil {
+		s.stopNet()
+	}
 	if s.page == nil || s.gen != inst.gen {
 		return
 	}
@@ -300,7 +307,6 @@ func (p *Pool) dispose(s *slot, inst *instance) {
 	// Stop a script that may still be running, then drop everything.
 	_ = proto.RuntimeTerminateExecution{}.Call(s.page.Context(ctx))
 	_ = proto.TargetDisposeBrowserContext{BrowserContextID: s.ctxID}.Call(inst.browser.Context(ctx))
-	s.stopNet()
 	s.page = nil
 }
 
