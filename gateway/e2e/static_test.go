@@ -135,4 +135,25 @@ func TestStaticJobsDoNotShareFiles(t *testing.T) {
 	if got := pool.Fresh() - fresh; got != 0 {
 		t.Errorf("%d new browser contexts, want the tab reused", got)
 	}
+
+	// A page that declares a policy in its markup (here: no images) does
+	// not leave it for the next job, which shows its images.
+	c.generatePDF(`<meta http-equiv="Content-Security-Policy" content="img-src 'none'"><p>POLICY</p>`, nil)
+	resp := c.generate(job("AFTERPOLICY", blue), nil)
+	mustStatus(t, resp, http.StatusOK)
+	if n := countNear(rasterize(t, readAll(t, resp), 1), blue); n < 200 {
+		t.Errorf("after a page with a Content-Security-Policy, the next job's images are missing (%d pixels)", n)
+	}
+	// Nor a preferred stylesheet set, named by the first titled stylesheet.
+	titled := func(title, mark string) []file {
+		return []file{htmlFile("index.html", `<link rel="stylesheet" title="`+title+`" href="s.css"><p>SET</p>`),
+			{Name: "s.css", Type: "text/css", Data: []byte(`p::after { content: "` + mark + `"; }`)}}
+	}
+	c.generatePDF(`<p>x</p>`, nil)
+	mustStatus(t, c.generate(titled("one", "ONE"), nil), http.StatusOK)
+	resp = c.generate(titled("two", "TWO"), nil)
+	mustStatus(t, resp, http.StatusOK)
+	if txt := text(t, readAll(t, resp)); !strings.Contains(txt, "SETTWO") {
+		t.Errorf("a titled stylesheet did not apply after another job's: %q", txt)
+	}
 }

@@ -25,6 +25,10 @@ import (
 //     when scripts are off), a frame, object, embed, media element, <base>
 //     or meta refresh: anything that would run, load another document, or
 //     render differently with scripts off;
+//   - sets document state in its markup (<meta http-equiv> other than
+//     Content-Type, such as a Content-Security-Policy; a referrer policy; a
+//     titled stylesheet, which names the preferred set): the home document
+//     keeps those across writes, measured;
 //   - or, in it or in any stylesheet of the bundle, refers to an address of
 //     its own host outside the bundle's folder ("/logo.png", or "../" above
 //     the root): a navigated page reaches its bundle's root there, a
@@ -35,8 +39,8 @@ import (
 // one CDP message when written, and their rendering dwarfs a navigation.
 //
 // A page this misjudges as static renders without its scripts or with a
-// missing image: the isolation between jobs does not rest on it, as nothing
-// runs on the home origin whatever the document says.
+// missing image, and no script runs on the home origin whatever the document
+// says; what the check must not miss is the document state above.
 func withoutScripts(b egress.Bundle, entry string) (string, bool) {
 	switch strings.ToLower(path.Ext(entry)) {
 	case ".html", ".htm":
@@ -104,7 +108,16 @@ func staticHTML(data []byte, name string) bool {
 					return false
 				case strings.Contains(strings.ToLower(strings.Join(strings.Fields(val), "")), "javascript:"):
 					return false
-				case tag == atom.Meta && key == "http-equiv" && strings.EqualFold(strings.TrimSpace(val), "refresh"):
+				case tag == atom.Meta && key == "http-equiv" && !strings.EqualFold(strings.TrimSpace(val), "content-type"):
+					// Refresh navigates; a policy (CSP, origin trial, default
+					// style) would outlive the written document, in the tab's
+					// home document, and reach the next job.
+					return false
+				case tag == atom.Meta && key == "name" && strings.EqualFold(strings.TrimSpace(val), "referrer"):
+					return false
+				case (tag == atom.Link || tag == atom.Style) && key == "title":
+					// The first titled stylesheet names the document's
+					// preferred set, which outlives the written document too.
 					return false
 				case key == "style" && !staticCSS(val, name):
 					return false
