@@ -13,10 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"runtime/pprof"
-	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-rod/rod"
@@ -54,59 +51,6 @@ func main() {
 		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
-}
-
-type result struct {
-	elapsed time.Duration
-	lat     []time.Duration
-}
-
-func (r result) rate() float64 { return float64(len(r.lat)) / r.elapsed.Seconds() }
-
-// add merges another round's measurement into r.
-func (r *result) add(o result) {
-	r.elapsed += o.elapsed
-	r.lat = append(r.lat, o.lat...)
-	slices.Sort(r.lat)
-}
-
-func (r result) p50() time.Duration { return r.lat[len(r.lat)/2] }
-func (r result) p95() time.Duration { return r.lat[len(r.lat)*95/100] }
-
-// measure runs fn from c goroutines for d (after one warm-up call each).
-func measure(c int, d time.Duration, fn func(worker int) error) (result, error) {
-	for i := range c {
-		if err := fn(i); err != nil {
-			return result{}, err
-		}
-	}
-	var mu sync.Mutex
-	var lat []time.Duration
-	var failed atomic.Value
-	start := time.Now()
-	deadline := start.Add(d)
-	var wg sync.WaitGroup
-	for i := range c {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for time.Now().Before(deadline) {
-				t := time.Now()
-				if err := fn(i); err != nil {
-					failed.Store(err)
-					return
-				}
-				mu.Lock()
-				lat = append(lat, time.Since(t))
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	if err, _ := failed.Load().(error); err != nil {
-		return result{}, err
-	}
-	return result{elapsed: time.Since(start), lat: lat}, nil
 }
 
 func run(levels string, dur time.Duration, rounds int, name, html string) error {
@@ -148,8 +92,8 @@ func run(levels string, dur time.Duration, rounds int, name, html string) error 
 	}
 	defer closeBare()
 
-	service := func(int) error { return api.Generate(html) }
-	bare := func(i int) error { return renderBare(pages[i], html) }
+	service := func(int, int) error { return api.Generate(html) }
+	bare := func(i, _ int) error { return renderBare(pages[i], html) }
 	// A third loop separates the cost of loading the page by navigation
 	// (which the service needs: a real origin for relative assets, scripts
 	// and fetch) from the rest of the service path.
@@ -158,29 +102,29 @@ func run(levels string, dur time.Duration, rounds int, name, html string) error 
 		io.WriteString(w, html)
 	}))
 	defer srv.Close()
-	bareNav := func(i int) error { return renderBareNavigate(pages[i], srv.URL) }
+	bareNav := func(i, _ int) error { return renderBareNavigate(pages[i], srv.URL) }
 
 	fmt.Printf("docrender bench: one-page %s, %s per level and side in %d alternating rounds, DOCRENDER_WORKERS=%d, %s\n", name, dur, rounds, cfg.Workers, bin)
 	fmt.Printf("%-4s | %-28s | %-28s | %-7s | %-28s\n", "c", "service PDFs/s  p50  p95", "bare rod PDFs/s  p50  p95", "ratio", "bare rod, navigating: PDFs/s p50")
 	for _, c := range cs {
 		// The sides take turns in short rounds, so that a change in what
 		// else the machine does lands on all of them alike.
-		var s, b, n result
+		var s, b, n benchapi.Result
 		for range rounds {
 			for _, side := range []struct {
 				name string
-				fn   func(int) error
-				into *result
+				fn   func(client, n int) error
+				into *benchapi.Result
 			}{{"service", service, &s}, {"bare", bare, &b}, {"bare navigating", bareNav, &n}} {
-				r, err := measure(c, dur/time.Duration(rounds), side.fn)
+				r, err := benchapi.Measure(c, dur/time.Duration(rounds), side.fn)
 				if err != nil {
 					return fmt.Errorf("%s at %d: %w", side.name, c, err)
 				}
-				side.into.add(r)
+				side.into.Add(r)
 			}
 		}
 		fmt.Printf("%-4d | %6.1f %6.0fms %6.0fms     | %6.1f %6.0fms %6.0fms       | %5.1f%%  | %6.1f %6.0fms\n", c,
-			s.rate(), ms(s.p50()), ms(s.p95()), b.rate(), ms(b.p50()), ms(b.p95()), 100*s.rate()/b.rate(), n.rate(), ms(n.p50()))
+			s.Rate(), ms(s.P50()), ms(s.P95()), b.Rate(), ms(b.P50()), ms(b.P95()), 100*s.Rate()/b.Rate(), n.Rate(), ms(n.P50()))
 	}
 	return nil
 }

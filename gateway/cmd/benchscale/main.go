@@ -15,10 +15,10 @@ import (
 	"mime/multipart"
 	"net/http"
 	"os"
-	"slices"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/docrender/docrender/gateway/cmd/internal/benchapi"
 )
 
 func main() {
@@ -46,7 +46,7 @@ func run(gateways []string, label string, c int, d time.Duration, n int) error {
 	if err != nil {
 		return err
 	}
-	line := fmt.Sprintf("%-8s | %6.1f PDFs/s  p50 %5.0f ms  p95 %5.0f ms", label, gen.rate(), ms(gen.p50), ms(gen.p95))
+	line := fmt.Sprintf("%-8s | %6.1f PDFs/s  p50 %5.0f ms  p95 %5.0f ms", label, gen.Rate(), ms(gen.P50()), ms(gen.P95()))
 	if n > 0 {
 		took, err := runBatch(u, gateways[0], n)
 		if err != nil {
@@ -150,55 +150,11 @@ func (u *user) generate(base string, i int) error {
 	return u.do(req, nil)
 }
 
-type result struct {
-	n        int
-	elapsed  time.Duration
-	p50, p95 time.Duration
-}
-
-func (r result) rate() float64 { return float64(r.n) / r.elapsed.Seconds() }
-
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// measureGenerate runs c clients for d after one warm-up request each; the
-// clients take the gateways in turn.
-func measureGenerate(u *user, gateways []string, c int, d time.Duration) (result, error) {
-	for i := range c {
-		if err := u.generate(gateways[i%len(gateways)], i); err != nil {
-			return result{}, err
-		}
-	}
-	var mu sync.Mutex
-	var lat []time.Duration
-	var firstErr error
-	start := time.Now()
-	deadline := start.Add(d)
-	var wg sync.WaitGroup
-	for i := range c {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := 0; time.Now().Before(deadline); k++ {
-				t := time.Now()
-				err := u.generate(gateways[(i+k)%len(gateways)], k)
-				mu.Lock()
-				if err != nil && firstErr == nil {
-					firstErr = err
-				}
-				lat = append(lat, time.Since(t))
-				mu.Unlock()
-				if err != nil {
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return result{}, firstErr
-	}
-	slices.Sort(lat)
-	return result{n: len(lat), elapsed: time.Since(start), p50: lat[len(lat)/2], p95: lat[len(lat)*95/100]}, nil
+// measureGenerate runs c clients for d; the clients take the gateways in turn.
+func measureGenerate(u *user, gateways []string, c int, d time.Duration) (benchapi.Result, error) {
+	return benchapi.Measure(c, d, func(i, n int) error { return u.generate(gateways[(i+n)%len(gateways)], n) })
 }
 
 // runBatch submits an n-document stream batch and polls until it completes.
