@@ -79,14 +79,13 @@ func TestMetricsQuotaRejection(t *testing.T) {
 // and every log line of a job carries the request ID the gateway answered
 // with (X-Request-ID), across the process boundary.
 func TestWorkerOpsAndJobLogs(t *testing.T) {
-	gwBin, wkBin := binaries(t)
+	_, wkBin := binaries(t)
 	ns := namespace(t)
 	data := t.TempDir()
-	addr, opsAddr := freePort(t), freePort(t)
-	url, opsURL := "http://"+addr, "http://"+opsAddr
-	gw := startProc(t, gwBin, splitEnv(ns, data, map[string]string{"DOCRENDER_ADDR": addr, "DOCRENDER_BASE_URL": url}))
+	url, _ := startSplitGateway(t, ns, data)
+	opsAddr := freePort(t)
+	opsURL := "http://" + opsAddr
 	wk := startProc(t, wkBin, splitEnv(ns, data, map[string]string{"DOCRENDER_WORKER_ADDR": opsAddr}))
-	waitReady(t, url, gw)
 	waitReady(t, opsURL, wk)
 
 	resp, err := http.Get(opsURL + "/healthz")

@@ -177,6 +177,18 @@ func namespace(t testing.TB) string {
 	return ns
 }
 
+// startSplitGateway starts bin/gateway alone (no workers) on a free port,
+// against the machine's NATS and Redis under ns, and waits until it is ready.
+func startSplitGateway(t testing.TB, ns, dataDir string) (url string, gw *proc) {
+	t.Helper()
+	gwBin, _ := binaries(t)
+	addr := freePort(t)
+	url = "http://" + addr
+	gw = startProc(t, gwBin, splitEnv(ns, dataDir, map[string]string{"DOCRENDER_ADDR": addr, "DOCRENDER_BASE_URL": url}))
+	waitReady(t, url, gw)
+	return url, gw
+}
+
 // splitEnv is the environment of a scaled-out process on the machine's services.
 func splitEnv(ns, dataDir string, extra map[string]string) map[string]string {
 	env := map[string]string{

@@ -108,13 +108,9 @@ func TestWorkerSIGTERMFinishesItsJob(t *testing.T) {
 // connections but answers the requests it holds: a client waiting for a
 // slow render still gets its PDF, then the gateway exits 0.
 func TestGatewaySIGTERMFinishesRequests(t *testing.T) {
-	gwBin, _ := binaries(t)
 	ns := namespace(t)
 	dir := t.TempDir()
-	addr := freePort(t)
-	url := "http://" + addr
-	gw := startProc(t, gwBin, splitEnv(ns, dir, map[string]string{"DOCRENDER_ADDR": addr, "DOCRENDER_BASE_URL": url}))
-	waitReady(t, url, gw)
+	url, gw := startSplitGateway(t, ns, dir)
 	_, ops := startSplitWorkers(t, 1, splitEnv(ns, dir, nil))
 
 	c := newClient(t, &service{URL: url})

@@ -8,13 +8,10 @@ import (
 // The same binaries run split: bin/gateway without workers and bin/worker
 // as a separate process, against the machine's NATS (JetStream) and Redis.
 func TestSplitGatewayAndWorker(t *testing.T) {
-	gwBin, wkBin := binaries(t)
+	_, wkBin := binaries(t)
 	ns := namespace(t)
 	data := t.TempDir()
-	addr := freePort(t)
-	url := "http://" + addr
-	gw := startProc(t, gwBin, splitEnv(ns, data, map[string]string{"DOCRENDER_ADDR": addr, "DOCRENDER_BASE_URL": url}))
-	waitReady(t, url, gw)
+	url, gw := startSplitGateway(t, ns, data)
 	wk := startProc(t, wkBin, splitEnv(ns, data, nil))
 
 	svc := &service{URL: url}
