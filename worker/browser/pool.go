@@ -266,18 +266,10 @@ func (p *Pool) renew(ctx context.Context, s *slot, inst *instance) error {
 	return nil
 }
 
-// goHome turns scripts off and loads the home page. Scripts go off first,
-// so that no timer of the page being left runs again.
+// goHome turns scripts off and loads the home page.
 func goHome(page *rod.Page, home string) error {
-	if err := (proto.EmulationSetScriptExecutionDisabled{Value: true}).Call(page); err != nil {
-		return fmt.Errorf("scripts off: %w", err)
-	}
-	nav, err := proto.PageNavigate{URL: home}.Call(page)
-	if err != nil {
+	if err := navigate(page, home, false); err != nil {
 		return err
-	}
-	if nav.ErrorText != "" {
-		return errors.New(nav.ErrorText)
 	}
 	// With scripts off no load listener runs: poll the (tiny) page. Right
 	// after the navigation the tab may still show the old document.

@@ -27,9 +27,14 @@ func (t *Tab) Page() *rod.Page { return t.s.page.Context(t.ctx) }
 // Navigate loads url with scripts on. The tab is cleaned after the job.
 func (t *Tab) Navigate(url string) error {
 	t.s.scripted = true
-	page := t.Page()
-	if err := (proto.EmulationSetScriptExecutionDisabled{Value: false}).Call(page); err != nil {
-		return fmt.Errorf("scripts on: %w", err)
+	return navigate(t.Page(), url, true)
+}
+
+// navigate sets whether the page's scripts run, then loads url. Scripts are
+// set first: turned off, no timer of the page being left runs again.
+func navigate(page *rod.Page, url string, scripts bool) error {
+	if err := (proto.EmulationSetScriptExecutionDisabled{Value: !scripts}).Call(page); err != nil {
+		return fmt.Errorf("scripts on=%v: %w", scripts, err)
 	}
 	nav, err := proto.PageNavigate{URL: url}.Call(page)
 	if err != nil {

@@ -77,6 +77,11 @@ func (r *Renderer) Render(ctx context.Context, b egress.Bundle, entry string, pa
 	defer unregister()
 	html, static := withoutScripts(b, entry)
 
+	selectors := make([]string, len(r.Hooks))
+	for i, h := range r.Hooks {
+		selectors[i] = h.Selector
+	}
+
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var out []byte
@@ -85,10 +90,6 @@ func (r *Renderer) Render(ctx context.Context, b egress.Bundle, entry string, pa
 	err := r.Pool.Tab(ctx, func(t *browser.Tab) error {
 		tabAt = time.Since(start)
 		p := t.Page()
-		selectors := make([]string, len(r.Hooks))
-		for i, h := range r.Hooks {
-			selectors[i] = h.Selector
-		}
 		var matched []bool
 		if static {
 			if err := t.Open(site.HomeURL(entry), html, loadedJS, &matched, selectors); err != nil {

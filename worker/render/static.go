@@ -54,11 +54,14 @@ func withoutScripts(b egress.Bundle, entry string) (string, bool) {
 	if !utf8.Valid(data) || bytes.IndexByte(data, 0) >= 0 {
 		return "", false
 	}
-	if !staticHTML(data, entry) {
+	if base, err := fileBase(entry); err != nil || !staticHTML(data, base) {
 		return "", false
 	}
 	for name, file := range b {
-		if strings.EqualFold(path.Ext(name), ".css") && !staticCSS(string(file), name) {
+		if !strings.EqualFold(path.Ext(name), ".css") {
+			continue
+		}
+		if base, err := fileBase(name); err != nil || !staticCSS(string(file), base) {
 			return "", false
 		}
 	}
@@ -79,7 +82,7 @@ var dynamic = map[atom.Atom]bool{atom.Script: true, atom.Noscript: true, atom.If
 	atom.Frame: true, atom.Frameset: true, atom.Object: true, atom.Embed: true, atom.Applet: true,
 	atom.Video: true, atom.Audio: true, atom.Base: true}
 
-func staticHTML(data []byte, name string) bool {
+func staticHTML(data []byte, base *url.URL) bool {
 	z := html.NewTokenizer(bytes.NewReader(data))
 	inStyle := false
 	for {
@@ -87,7 +90,7 @@ func staticHTML(data []byte, name string) bool {
 		case html.ErrorToken:
 			return z.Err() == io.EOF
 		case html.TextToken:
-			if inStyle && !staticCSS(string(z.Text()), name) {
+			if inStyle && !staticCSS(string(z.Text()), base) {
 				return false
 			}
 		case html.EndTagToken:
@@ -119,11 +122,11 @@ func staticHTML(data []byte, name string) bool {
 					// The first titled stylesheet names the document's
 					// preferred set, which outlives the written document too.
 					return false
-				case key == "style" && !staticCSS(val, name):
+				case key == "style" && !staticCSS(val, base):
 					return false
-				case (key == "srcset" || key == "imagesrcset") && !srcsetInside(val, name):
+				case (key == "srcset" || key == "imagesrcset") && !srcsetInside(val, base):
 					return false
-				case urlAttrs[key] && !inside(val, name):
+				case urlAttrs[key] && !inside(val, base):
 					return false
 				}
 			}
@@ -137,15 +140,15 @@ var (
 	cssAsks   = regexp.MustCompile(`(?i)scripting|image-set\(|\bsrc\(`)
 )
 
-// staticCSS checks the CSS of the file name (a stylesheet, a <style> or a
+// staticCSS checks CSS of the file at base (a stylesheet, a <style> or a
 // style attribute in it).
-func staticCSS(css, name string) bool {
+func staticCSS(css string, base *url.URL) bool {
 	if cssAsks.MatchString(css) {
 		return false
 	}
 	for _, re := range []*regexp.Regexp{cssURL, cssImport} {
 		for _, m := range re.FindAllStringSubmatch(css, -1) {
-			if !inside(strings.Join(m[1:], ""), name) {
+			if !inside(strings.Join(m[1:], ""), base) {
 				return false
 			}
 		}
@@ -153,9 +156,9 @@ func staticCSS(css, name string) bool {
 	return true
 }
 
-func srcsetInside(srcset, name string) bool {
+func srcsetInside(srcset string, base *url.URL) bool {
 	for _, cand := range strings.Split(srcset, ",") {
-		if f := strings.Fields(cand); len(f) > 0 && !inside(f[0], name) {
+		if f := strings.Fields(cand); len(f) > 0 && !inside(f[0], base) {
 			return false
 		}
 	}
@@ -165,17 +168,18 @@ func srcsetInside(srcset, name string) bool {
 // insideBase stands for the job's token folder on the home origin.
 var insideBase = &url.URL{Scheme: "http", Host: "home.invalid", Path: "/token/"}
 
-// inside reports whether ref, written in the bundle file name, stays in the
-// bundle's folder when it is on the page's own host. Other hosts and
+// fileBase is the address of the bundle file name under insideBase.
+func fileBase(name string) (*url.URL, error) {
+	return insideBase.Parse(egress.EscapePath(name))
+}
+
+// inside reports whether ref, written in the bundle file at base, stays in
+// the bundle's folder when it is on the page's own host. Other hosts and
 // schemes are the egress proxy's business, not this check's.
-func inside(ref, name string) bool {
+func inside(ref string, base *url.URL) bool {
 	ref = strings.TrimSpace(ref)
 	if ref == "" || strings.HasPrefix(ref, "#") {
 		return true
-	}
-	base, err := insideBase.Parse(egress.EscapePath(name))
-	if err != nil {
-		return false
 	}
 	u, err := base.Parse(ref)
 	if err != nil {
