@@ -4,6 +4,7 @@ package config
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"regexp"
 	"runtime"
@@ -51,6 +52,23 @@ type Config struct {
 	Plans             map[string]Plan
 	DefaultPlan       string
 	LogLevel          string
+
+	// ChromiumNoSandbox runs Chromium without its sandbox; DESIGN §5 allows
+	// it only when asked for, and the worker says so in its log and metrics.
+	ChromiumNoSandbox bool
+	// ChromiumUser is the account Chromium runs as when the worker runs as
+	// root: Chromium refuses its sandbox to root (decisions.md).
+	ChromiumUser string
+	// MetricsAddr, when set, serves /metrics there instead of on Addr.
+	MetricsAddr string
+	// AdminToken enables the operator's /api/admin routes; empty: off.
+	AdminToken string
+	// SelfServicePlans are the plans change-plan may switch to.
+	SelfServicePlans []string
+	// TrustedProxies are the networks whose X-Forwarded-For is believed
+	// when telling a client's address (login throttling, logs); empty:
+	// the connection's own address.
+	TrustedProxies []netip.Prefix
 }
 
 var nsRe = regexp.MustCompile(`^[a-z][a-z0-9-]{0,30}$`)
@@ -84,6 +102,15 @@ func Load(getenv func(string) string) (Config, error) {
 		WebhookAllowHosts: p.list("DOCRENDER_WEBHOOK_ALLOW_HOSTS"),
 		DefaultPlan:       strings.ToLower(p.str("DOCRENDER_DEFAULT_PLAN", "hobby")),
 		LogLevel:          p.str("DOCRENDER_LOG_LEVEL", "info"),
+		ChromiumNoSandbox: p.boolean("DOCRENDER_CHROMIUM_NO_SANDBOX", false),
+		ChromiumUser:      p.str("DOCRENDER_CHROMIUM_USER", "nobody"),
+		MetricsAddr:       p.str("DOCRENDER_METRICS_ADDR", ""),
+		AdminToken:        p.str("DOCRENDER_ADMIN_TOKEN", ""),
+		SelfServicePlans:  p.list("DOCRENDER_SELF_SERVICE_PLANS"),
+		TrustedProxies:    p.prefixes("DOCRENDER_TRUSTED_PROXIES"),
+	}
+	if c.SelfServicePlans == nil {
+		c.SelfServicePlans = append([]string(nil), PlanNames...)
 	}
 	defaults := map[string]Plan{
 		"hobby":      {Conversions: 100, Hosted: 10, Retention: 24 * time.Hour, MaxBatch: 10},
@@ -104,6 +131,14 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if _, ok := c.Plans[c.DefaultPlan]; !ok {
 		p.fail("DOCRENDER_DEFAULT_PLAN", c.DefaultPlan, "one of hobby, pro, enterprise")
+	}
+	for _, name := range c.SelfServicePlans {
+		if _, ok := c.Plans[name]; !ok {
+			p.fail("DOCRENDER_SELF_SERVICE_PLANS", name, "plan names among hobby, pro, enterprise")
+		}
+	}
+	if c.AdminToken != "" && len(c.AdminToken) < 16 {
+		p.fail("DOCRENDER_ADMIN_TOKEN", "(hidden)", "at least 16 characters")
 	}
 	if !nsRe.MatchString(c.QueueNamespace) {
 		p.fail("DOCRENDER_QUEUE_NAMESPACE", c.QueueNamespace, "lower-case letters, digits and dashes")
@@ -178,6 +213,21 @@ func (p *parser) duration(name string, def time.Duration) time.Duration {
 		p.fail(name, v, "a Go duration such as 30s")
 	}
 	return d
+}
+
+// prefixes reads a list of CIDRs or single addresses.
+func (p *parser) prefixes(name string) []netip.Prefix {
+	var out []netip.Prefix
+	for _, f := range p.list(name) {
+		if pre, err := netip.ParsePrefix(f); err == nil {
+			out = append(out, pre.Masked())
+		} else if ip, err := netip.ParseAddr(f); err == nil && ip.Zone() == "" {
+			out = append(out, netip.PrefixFrom(ip, ip.BitLen()))
+		} else {
+			p.fail(name, f, "CIDRs or IP addresses, comma-separated")
+		}
+	}
+	return out
 }
 
 func (p *parser) list(name string) []string {
