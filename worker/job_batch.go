@@ -53,7 +53,7 @@ func (w *Worker) runWithWebhooks(ctx context.Context) error {
 			}
 		}()
 	}
-	err := w.q.Consume(ctx, w.cfg.Workers, w.Handle)
+	err := w.q.Consume(ctx, w.cfg.Workers, w.Handle, w.settleDead)
 	wg.Wait()
 	return err
 }
@@ -83,7 +83,7 @@ func (w *Worker) handleBatchDoc(ctx context.Context, job *jobspb.Job, d queue.De
 	if failed {
 		return w.skipBatchDoc(ctx, r, i, d)
 	}
-	res, err := w.handleRender(ctx, job)
+	res, err := w.contained(ctx, func() (*jobspb.Result, error) { return w.handleRender(ctx, job) })
 	if err != nil && d.Last {
 		w.log.ErrorContext(ctx, "batch document failed on its last try", "batch_id", r.ID, "index", i, "err", err)
 		res, err = failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, "The document could not be rendered."), nil

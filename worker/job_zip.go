@@ -43,13 +43,8 @@ func (w *Worker) handleZip(ctx context.Context, job *jobspb.Job, d queue.Deliver
 			return nil, err
 		}
 		w.log.ErrorContext(ctx, "batch ZIP failed on its last try", "batch_id", r.ID, "err", err)
-		_ = w.blobs.Delete(context.WithoutCancel(ctx), files.BlobKey(r.ZipID))
-		won, ferr := bt.Fail(ctx, r, "The ZIP archive could not be assembled.")
-		if ferr != nil {
+		if ferr := w.failZip(ctx, r, "The ZIP archive could not be assembled."); ferr != nil {
 			return nil, ferr
-		}
-		if won {
-			w.metrics.BatchFinished("error")
 		}
 		return failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, "The ZIP archive could not be assembled."), nil
 	}
@@ -61,6 +56,19 @@ func (w *Worker) handleZip(ctx context.Context, job *jobspb.Job, d queue.Deliver
 		w.metrics.BatchFinished("completed")
 	}
 	return &jobspb.Result{OutputKey: files.BlobKey(r.ZipID), Size: size}, nil
+}
+
+// failZip ends a batch whose ZIP could not be built in error, with msg.
+func (w *Worker) failZip(ctx context.Context, r *batch.Record, msg string) error {
+	_ = w.blobs.Delete(context.WithoutCancel(ctx), files.BlobKey(r.ZipID))
+	won, err := w.batch.batches.Fail(ctx, r, msg)
+	if err != nil {
+		return err
+	}
+	if won {
+		w.metrics.BatchFinished("error")
+	}
+	return nil
 }
 
 // buildZip streams the batch's PDFs through a ZIP writer into the blob
@@ -75,9 +83,16 @@ func (w *Worker) buildZip(ctx context.Context, r *batch.Record) (int64, error) {
 	cw := &countingWriter{w: pw}
 	done := make(chan error, 1)
 	go func() {
-		err := w.writeZip(ctx, cw, r, names)
-		pw.CloseWithError(err)
-		done <- err
+		var err error
+		defer func() {
+			// A panic here would take the process down: fail the ZIP instead.
+			if r := recover(); r != nil {
+				err = fmt.Errorf("zip writer panicked: %v", r)
+			}
+			pw.CloseWithError(err)
+			done <- err
+		}()
+		err = w.writeZip(ctx, cw, r, names)
 	}()
 	err = w.blobs.Put(ctx, files.BlobKey(r.ZipID), pr, -1)
 	// Unblock the writer if Put stopped reading early.

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -34,7 +35,9 @@ const (
 	CancelPrefix  = "docrender.cancel."
 	// MaxDeliver bounds how often a job is tried before it fails for good.
 	MaxDeliver = 4
-	ackWait    = 15 * time.Second
+	// defaultAckWait is how long a job's worker may stay silent before
+	// JetStream hands the job to another (heartbeats every third of it).
+	defaultAckWait = 15 * time.Second
 	// publishTimeout bounds waiting for JetStream's acknowledgement of a
 	// job: a NATS that accepts connections but does not answer (frozen,
 	// partitioned) makes the gateway answer 503 rather than hang.
@@ -99,6 +102,8 @@ type Conn struct {
 	log *slog.Logger
 	// cancels are this process's running jobs, for cancel notices (cancel.go).
 	cancels *cancels
+	// ackWait is defaultAckWait; tests shorten it.
+	ackWait time.Duration
 }
 
 // Connect dials url, or the in-process server when srv is not nil.
@@ -127,7 +132,7 @@ func Connect(ctx context.Context, url string, srv *server.Server, ns, name strin
 		nc.Close()
 		return nil, fmt.Errorf("queue: jetstream: %w", err)
 	}
-	return &Conn{n: NamesFor(ns), nc: nc, js: js, log: log, cancels: newCancels()}, nil
+	return &Conn{n: NamesFor(ns), nc: nc, js: js, log: log, cancels: newCancels(), ackWait: defaultAckWait}, nil
 }
 
 // Close drains the connection.
@@ -154,7 +159,7 @@ func (c *Conn) Setup(ctx context.Context, maxQueue int) error {
 	_, err := c.js.CreateOrUpdateConsumer(ctx, c.n.Stream, jetstream.ConsumerConfig{
 		Durable:       c.n.Consumer,
 		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       ackWait,
+		AckWait:       c.ackWait,
 		MaxDeliver:    MaxDeliver,
 		FilterSubject: c.n.SubjectPrefix + ">",
 		MaxAckPending: 100000,
@@ -275,11 +280,20 @@ type Delivery struct {
 // another worker, unless this was the last delivery.
 type Handler func(ctx context.Context, job *jobspb.Job, d Delivery) (*jobspb.Result, error)
 
+// DeadHandler settles a job that used up its deliveries without an answer:
+// its worker died or hung on every try (a page that crashes the process,
+// say). It returns the failure the job's client is told, after recording
+// whatever the job's failure means (a batch document failed, a conversion
+// given back), and must not run the job again. nil means it could not be
+// settled now (the state store down): the job stays in the stream.
+type DeadHandler func(ctx context.Context, job *jobspb.Job) *jobspb.Result
+
 // Consume runs slots concurrent pullers until ctx ends, then waits for the
 // jobs in hand to finish (graceful shutdown hands nothing back half-done).
 // A job that arrives after ctx ended is handed back at once (Nak) for
-// another worker. While it runs, Consume also hears cancel notices.
-func (c *Conn) Consume(ctx context.Context, slots int, h Handler) error {
+// another worker. While it runs, Consume also hears cancel notices, and
+// hands jobs that used up their deliveries to dead (deadletter.go).
+func (c *Conn) Consume(ctx context.Context, slots int, h Handler, dead DeadHandler) error {
 	cons, err := c.js.Consumer(ctx, c.n.Stream, c.n.Consumer)
 	if err != nil {
 		return fmt.Errorf("queue: consumer: %w", err)
@@ -289,6 +303,11 @@ func (c *Conn) Consume(ctx context.Context, slots int, h Handler) error {
 		return err
 	}
 	defer func() { _ = sub.Unsubscribe() }()
+	stopDead, err := c.settleDeadJobs(ctx, dead)
+	if err != nil {
+		return err
+	}
+	defer stopDead()
 	c.pull(ctx, cons, slots, func(msg jetstream.Msg) {
 		if ctx.Err() != nil {
 			// Fetched as we began to stop: another worker takes it now.
@@ -367,7 +386,7 @@ func (c *Conn) handle(msg jetstream.Msg, h Handler) {
 	defer c.cancels.done(job.Id)
 	// Keep the job ours while it runs.
 	go func() {
-		t := time.NewTicker(ackWait / 3)
+		t := time.NewTicker(c.ackWait / 3)
 		defer t.Stop()
 		for {
 			select {
@@ -378,7 +397,13 @@ func (c *Conn) handle(msg jetstream.Msg, h Handler) {
 			}
 		}
 	}()
-	res, err := h(ctx, job, d)
+	res, err := contained(ctx, h, job, d)
+	if errors.Is(err, ErrPanicked) {
+		// A panic is no passing fault: trying again would hit it again.
+		log.Error("job panicked", "err", err)
+		res, err = &jobspb.Result{ErrorKind: jobspb.ErrorKind_ERROR_KIND_INTERNAL,
+			ErrorMessage: "The job failed with an internal error."}, nil
+	}
 	if Cancelled(ctx) {
 		// Its client went away: nobody waits for a result, and a retry
 		// would redo what was just stopped on purpose.
@@ -401,6 +426,21 @@ func (c *Conn) handle(msg jetstream.Msg, h Handler) {
 		log.Error("publishing result failed", "err", err)
 	}
 	c.ack(msg, log)
+}
+
+// ErrPanicked wraps a panic recovered from a handler.
+var ErrPanicked = errors.New("queue: handler panicked")
+
+// contained runs h, turning a panic into an error wrapping ErrPanicked: a
+// job may fail, the process that runs it never (DESIGN §5). Handlers that
+// must record a failure of their own (batch documents) recover first.
+func contained(ctx context.Context, h Handler, job *jobspb.Job, d Delivery) (res *jobspb.Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = nil, fmt.Errorf("%w: %v\n%s", ErrPanicked, r, debug.Stack())
+		}
+	}()
+	return h(ctx, job, d)
 }
 
 // ack acknowledges msg and waits for the server to confirm. A lost ack

@@ -151,7 +151,7 @@ func consume(t testing.TB, c *Conn, slots int, h Handler) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = c.Consume(ctx, slots, h)
+		_ = c.Consume(ctx, slots, h, nil)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 }

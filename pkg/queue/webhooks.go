@@ -129,7 +129,7 @@ func (c *Conn) deliver(msg jetstream.Msg, h WebhookHandler) {
 		attempt = int(md.NumDelivered)
 	}
 	log := c.log.With("delivery_id", d.DeliveryId, "batch_id", d.BatchId, "event", d.Event, "attempt", attempt)
-	err := h(context.Background(), d, attempt)
+	err := containedDelivery(h, d, attempt)
 	switch {
 	case err == nil:
 		log.Info("webhook delivered")
@@ -147,4 +147,15 @@ func (c *Conn) deliver(msg jetstream.Msg, h WebhookHandler) {
 		log.Warn("webhook failed, will retry", "err", err, "retry_in", delay.String())
 		_ = msg.NakWithDelay(delay)
 	}
+}
+
+// containedDelivery runs h, turning a panic into a permanent failure: the
+// process goes on, and a delivery that panics once would panic again.
+func containedDelivery(h WebhookHandler, d *jobspb.WebhookDelivery, attempt int) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %w: %v", ErrPermanent, ErrPanicked, r)
+		}
+	}()
+	return h(context.Background(), d, attempt)
 }
