@@ -20,8 +20,8 @@ func TestPanickingHandlerFailsItsJobOnce(t *testing.T) {
 	consume(t, c, 1, func(ctx context.Context, job *jobspb.Job, d Delivery) (*jobspb.Result, error) {
 		calls.Add(1)
 		if job.Id == "boom" {
-			var m map[string]int
-			m["x"] = 1 // a nil-map write: a real runtime panic
+			ids := []string{}
+			_ = ids[len(job.Id)] // a runtime panic: index out of range
 		}
 		return &jobspb.Result{OutputKey: "ok"}, nil
 	})
