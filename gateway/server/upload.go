@@ -77,7 +77,12 @@ func readUpload(c echo.Context, blobs blob.Store, prefix string) (*upload, error
 				return u, apierr.Bad("Too many files: at most %d.", maxFiles)
 			}
 			seen[name] = true
-			cr := &countingReader{r: part, sum: sha256.New()}
+			body, err := boundImage(name, part)
+			if err != nil {
+				part.Close()
+				return u, err
+			}
+			cr := &countingReader{r: body, sum: sha256.New()}
 			if err := blobs.Put(ctx, prefix+name, cr, -1); err != nil {
 				part.Close()
 				if cr.err != nil {

@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/docrender/docrender/pkg/apierr"
+	"github.com/docrender/docrender/pkg/limits"
 	"github.com/docrender/docrender/proto/jobspb"
 )
 
@@ -374,8 +375,22 @@ func ParseWatermark(raw json.RawMessage) (*jobspb.Watermark, error) {
 		if i := strings.Index(b64, ";base64,"); strings.HasPrefix(b64, "data:") && i > 0 {
 			b64 = b64[i+len(";base64,"):]
 		}
+		// Bounded before decoding: the base64 text, then the PNG's declared size.
+		if base64.StdEncoding.DecodedLen(len(b64)) > limits.WatermarkImageBytes+2 {
+			return nil, apierr.Invalid("watermark.image", fmt.Sprintf("must be a PNG of at most %d bytes", limits.WatermarkImageBytes))
+		}
 		img, err := base64.StdEncoding.DecodeString(b64)
 		if err != nil || len(img) < 8 || string(img[1:4]) != "PNG" {
+			return nil, apierr.Invalid("watermark.image", "must be a base64 PNG image")
+		}
+		if len(img) > limits.WatermarkImageBytes {
+			return nil, apierr.Invalid("watermark.image", fmt.Sprintf("must be a PNG of at most %d bytes", limits.WatermarkImageBytes))
+		}
+		var tooLarge *limits.TooLargeError
+		switch format, err := limits.Image(img, limits.WatermarkImagePixels); {
+		case errors.As(err, &tooLarge):
+			return nil, apierr.Invalid("watermark.image", "is "+tooLarge.Error())
+		case err != nil || format != "png":
 			return nil, apierr.Invalid("watermark.image", "must be a base64 PNG image")
 		}
 		w.ImagePng = img

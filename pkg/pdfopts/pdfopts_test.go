@@ -1,12 +1,15 @@
 package pdfopts
 
 import (
+	"encoding/base64"
 	"errors"
 	"math"
 	"strings"
 	"testing"
 
 	"github.com/docrender/docrender/pkg/apierr"
+	"github.com/docrender/docrender/pkg/limits"
+	"github.com/docrender/docrender/pkg/limits/limitstest"
 )
 
 func TestParseLength(t *testing.T) {
@@ -89,6 +92,15 @@ func TestParseJSON(t *testing.T) {
 		{name: "both caching ids differ", in: `{"documentId":"a","appointmentId":"b"}`, field: "documentId"},
 		{name: "watermark text and image", in: `{"watermark":{"text":"x","image":"iVBORw0KGgo="}}`, field: "watermark"},
 		{name: "watermark pages", in: `{"watermark":{"text":"x","pages":"1-"}}`, field: "watermark.pages"},
+		{name: "watermark image bomb", in: watermarkImage(limitstest.BombPNG(10_000_000, 10_000_000)), field: "watermark.image"},
+		{name: "watermark image over the pixel bound", in: watermarkImage(limitstest.BombPNG(5000, 5000)), field: "watermark.image"},
+		{name: "watermark image over the byte bound", in: watermarkImage(append(limitstest.BombPNG(8, 8), make([]byte, limits.WatermarkImageBytes)...)), field: "watermark.image"},
+		{name: "watermark image a JPEG", in: watermarkImage(limitstest.BombJPEG(8, 8)), field: "watermark.image"},
+		{name: "watermark image within bounds", in: watermarkImage(limitstest.BombPNG(4096, 4096)), check: func(t *testing.T, o Options) {
+			if len(o.Watermark.ImagePng) == 0 {
+				t.Fatal("no image")
+			}
+		}},
 		{name: "not json", in: `{"format":`, field: "-"},
 		{name: "trailing data", in: `{} {}`, field: "-"},
 	}
@@ -111,6 +123,11 @@ func TestParseJSON(t *testing.T) {
 			}
 		})
 	}
+}
+
+// watermarkImage is an options object with img as the watermark image.
+func watermarkImage(img []byte) string {
+	return `{"watermark":{"image":"` + base64.StdEncoding.EncodeToString(img) + `"}}`
 }
 
 // FuzzParseJSON: any input yields options or a 400, never a panic or a 500.

@@ -10,6 +10,8 @@ import (
 
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
+
+	"github.com/docrender/docrender/pkg/limits"
 )
 
 // Input is one PDF to merge.
@@ -49,6 +51,13 @@ func Merge(ctx context.Context, inputs []Input, w io.Writer) (pages int, err err
 	pcs, err := readAll(ctx, inputs)
 	if err != nil {
 		return 0, err
+	}
+	total := 0
+	for _, pc := range pcs {
+		total += pc.PageCount
+	}
+	if total > limits.MergePages {
+		return 0, &BadInputError{Reason: fmt.Sprintf("the files have %d pages together; a merge takes at most %d", total, limits.MergePages)}
 	}
 
 	dest := pcs[0]

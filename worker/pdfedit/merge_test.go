@@ -9,10 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/docrender/docrender/pkg/limits"
 	"github.com/docrender/docrender/proto/jobspb"
 )
 
@@ -398,5 +400,21 @@ func TestMergeOutlines(t *testing.T) {
 		if o := doc.Outlines[i]; o.Title != w.title || o.DestPageposfrom1 != w.page {
 			t.Errorf("outline %d = %q -> page %d, want %q -> page %d", i, o.Title, o.DestPageposfrom1, w.title, w.page)
 		}
+	}
+}
+
+// Page counts are bounded: two inputs that are fine alone but too many
+// pages together are refused before anything is merged or written.
+func TestMergeTooManyPages(t *testing.T) {
+	half := limits.MergePages/2 + 1
+	in := rawPDF("BIG", half, 0)
+	var out bytes.Buffer
+	_, err := Merge(context.Background(), []Input{{Name: "a.pdf", R: bytes.NewReader(in)}, {Name: "b.pdf", R: bytes.NewReader(in)}}, &out)
+	var bad *BadInputError
+	if !errors.As(err, &bad) || !strings.Contains(bad.Reason, strconv.Itoa(2*half)) {
+		t.Fatalf("err = %v, want a BadInputError naming %d pages", err, 2*half)
+	}
+	if out.Len() != 0 {
+		t.Fatalf("wrote %d bytes", out.Len())
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/types"
 
+	"github.com/docrender/docrender/pkg/limits"
 	"github.com/docrender/docrender/proto/jobspb"
 )
 
@@ -167,8 +168,15 @@ func checkWatermark(wm *jobspb.Watermark) error {
 	case !hasText && !hasImage:
 		return bad("needs text or image")
 	case hasImage:
-		// Decoded in full, so that a damaged image is not later blamed on
-		// the PDF.
+		// Bounded by its header first (a few bytes may declare billions of
+		// pixels), then decoded in full, so that a damaged image is not
+		// later blamed on the PDF.
+		if len(wm.GetImagePng()) > limits.WatermarkImageBytes {
+			return bad("image is over %d bytes", limits.WatermarkImageBytes)
+		}
+		if _, err := limits.Image(wm.GetImagePng(), limits.WatermarkImagePixels); err != nil {
+			return bad("image: %v", err)
+		}
 		if _, err := png.Decode(bytes.NewReader(wm.GetImagePng())); err != nil {
 			return bad("image is not a valid PNG: %v", err)
 		}

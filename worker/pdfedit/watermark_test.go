@@ -17,6 +17,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/docrender/docrender/pkg/limits/limitstest"
 	"github.com/docrender/docrender/proto/jobspb"
 )
 
@@ -358,6 +359,17 @@ func TestWatermarkInvalidOptions(t *testing.T) {
 			w := textWM("", nil)
 			img := pngImage(t, 64, 64)
 			w.ImagePng = img[:len(img)-40]
+			return w
+		}()},
+		{"image PNG bomb (10M x 10M declared)", func() *jobspb.Watermark {
+			w := textWM("", nil)
+			w.ImagePng = limitstest.BombPNG(10_000_000, 10_000_000)
+			return w
+		}()},
+		{"image PNG over the pixel bound", func() *jobspb.Watermark { w := textWM("", nil); w.ImagePng = limitstest.BombPNG(5000, 5000); return w }()},
+		{"image over the byte bound", func() *jobspb.Watermark {
+			w := textWM("", nil)
+			w.ImagePng = append(pngImage(t, 8, 8), make([]byte, 600<<10)...)
 			return w
 		}()},
 		{"bad color", textWM("X", func(w *jobspb.Watermark) { w.Color = "red" })},
