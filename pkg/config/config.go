@@ -4,6 +4,7 @@ package config
 
 import (
 	"fmt"
+	"net/http"
 	"net/netip"
 	"os"
 	"regexp"
@@ -69,6 +70,40 @@ type Config struct {
 	// when telling a client's address (login throttling, logs); empty:
 	// the connection's own address.
 	TrustedProxies []netip.Prefix
+	// HTTP are the listeners' timeouts: DefaultHTTPTimeouts, not read
+	// from the environment (tests shorten them).
+	HTTP HTTPTimeouts
+}
+
+// HTTPTimeouts bound how long a client may hold a connection of any
+// listener (DESIGN §5, the HTTP edge).
+type HTTPTimeouts struct {
+	// ReadHeader bounds reading a request's headers.
+	ReadHeader time.Duration
+	// Read bounds reading a request after its headers. The API listener
+	// extends it while a body keeps arriving at MinRate (uploads).
+	Read time.Duration
+	// Write bounds writing a response. The API listener counts it from the
+	// response's first byte and adds its size at MinRate (downloads, results
+	// of long renders); a progress stream gets it for each event.
+	Write time.Duration
+	// Idle bounds a kept-alive connection waiting for its next request.
+	Idle time.Duration
+	// MinRate is the slowest a body may arrive or a response be taken, in
+	// bytes a second.
+	MinRate int64
+}
+
+// DefaultHTTPTimeouts are the timeouts every listener runs with.
+func DefaultHTTPTimeouts() HTTPTimeouts {
+	return HTTPTimeouts{ReadHeader: 10 * time.Second, Read: 15 * time.Second, Write: 30 * time.Second,
+		Idle: 120 * time.Second, MinRate: 64 << 10}
+}
+
+// Server is an http.Server for h with these timeouts.
+func (t HTTPTimeouts) Server(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read,
+		WriteTimeout: t.Write, IdleTimeout: t.Idle}
 }
 
 var nsRe = regexp.MustCompile(`^[a-z][a-z0-9-]{0,30}$`)
@@ -108,6 +143,7 @@ func Load(getenv func(string) string) (Config, error) {
 		AdminToken:        p.str("DOCRENDER_ADMIN_TOKEN", ""),
 		SelfServicePlans:  p.list("DOCRENDER_SELF_SERVICE_PLANS"),
 		TrustedProxies:    p.prefixes("DOCRENDER_TRUSTED_PROXIES"),
+		HTTP:              DefaultHTTPTimeouts(),
 	}
 	if c.SelfServicePlans == nil {
 		c.SelfServicePlans = append([]string(nil), PlanNames...)

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/docrender/docrender/pkg/config"
 	"github.com/docrender/docrender/pkg/metrics"
 )
 
@@ -40,8 +41,9 @@ type Server struct {
 }
 
 // Start listens on addr and serves at once: /healthz answers while the
-// worker still launches Chromium, /readyz fails until SetChecks.
-func Start(addr string, m *metrics.Metrics, log *slog.Logger) (*Server, error) {
+// worker still launches Chromium, /readyz fails until SetChecks. Every
+// request is bounded by t (config.DefaultHTTPTimeouts in production).
+func Start(addr string, t config.HTTPTimeouts, m *metrics.Metrics, log *slog.Logger) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("ops: listen %s: %w", addr, err)
@@ -53,7 +55,7 @@ func Start(addr string, m *metrics.Metrics, log *slog.Logger) (*Server, error) {
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", m.Handler())
-	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	s.srv = t.Server(mux)
 	go func() {
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("ops listener stopped", "err", err)

@@ -1,23 +1,26 @@
 package ops
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/docrender/docrender/pkg/config"
 	"github.com/docrender/docrender/pkg/metrics"
 )
 
 func TestEndpoints(t *testing.T) {
 	m := metrics.New()
 	m.QuotaRejected("QUOTA_EXCEEDED") // any series, to find in /metrics
-	s, err := Start("127.0.0.1:0", m, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	s, err := Start("127.0.0.1:0", config.DefaultHTTPTimeouts(), m, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,4 +105,50 @@ func values(m map[string]string) []string {
 		out = append(out, v)
 	}
 	return out
+}
+
+// TestTimeouts: a client that stalls in its headers or its body, or keeps
+// an idle connection, is disconnected within the listener's timeouts.
+func TestTimeouts(t *testing.T) {
+	to := config.HTTPTimeouts{ReadHeader: 300 * time.Millisecond, Read: 600 * time.Millisecond,
+		Write: time.Second, Idle: 400 * time.Millisecond, MinRate: 1 << 10}
+	s, err := Start("127.0.0.1:0", to, metrics.New(), slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	s.SetChecks(map[string]Check{})
+	tests := []struct {
+		name string
+		// send is written at once; the client then sends nothing more.
+		send  string
+		limit time.Duration
+	}{
+		{"stalled headers", "GET /healthz HTTP/1.1\r\nHost: x\r\n", to.ReadHeader},
+		{"stalled body", "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{", to.Read},
+		{"idle after a request", "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", to.Idle},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", s.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			start := time.Now()
+			if _, err := io.WriteString(conn, tc.send); err != nil {
+				t.Fatal(err)
+			}
+			// Whatever the server answers, it must then close the connection.
+			_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			_, err = io.Copy(io.Discard, bufio.NewReader(conn))
+			took := time.Since(start)
+			if err != nil {
+				t.Fatalf("connection not closed by the server: %v after %v", err, took)
+			}
+			if took > tc.limit+time.Second {
+				t.Fatalf("closed after %v, limit %v", took, tc.limit)
+			}
+		})
+	}
 }

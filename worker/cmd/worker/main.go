@@ -43,7 +43,7 @@ func run() error {
 
 	// The ops listener comes first: /healthz answers while Chromium starts.
 	m := metrics.New()
-	opsSrv, err := ops.Start(cfg.WorkerAddr, m, log)
+	opsSrv, err := ops.Start(cfg.WorkerAddr, cfg.HTTP, m, log)
 	if err != nil {
 		return err
 	}
