@@ -297,6 +297,15 @@ func TestCheckWebhookURL(t *testing.T) {
 		{"ftp://example.com/", false},
 		{"/relative", false},
 		{"https://user:pw@127.0.0.1:8443/", false},
+		// Zoned IPv6 literals matched no blocked prefix and were POSTed to.
+		{"http://[::1%25lo]:8080/hook", false},
+		{"http://[::1%251]:8080/hook", false},
+		{"http://[fe80::1%25eth0]/hook", false},
+		{"http://[::ffff:127.0.0.1]:8080/hook", false},
+		{"http://[::]:8080/hook", false},
+		{"http://0.0.0.0:8080/hook", false},
+		{"http://169.254.169.254/latest/meta-data/", false},
+		{"http://[fd00:ec2::254]/", false},
 	}
 	for _, tc := range tests {
 		err := CheckWebhookURL(context.Background(), tc.url, policy)

@@ -19,12 +19,13 @@ var ErrBlocked = errors.New("netguard: address not allowed")
 
 // blockedNets are ranges never reached unless allow-listed: loopback,
 // private, link-local (and so cloud metadata), CGNAT, benchmarking,
-// reserved, multicast; for IPv6 also unique-local and NAT64.
+// reserved, multicast; for IPv6 also the deprecated IPv4-compatible
+// range (::/96, which holds :: and ::1), unique-local and NAT64.
 var blockedNets = mustPrefixes(
 	"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
 	"172.16.0.0/12", "192.0.0.0/24", "192.0.2.0/24", "192.168.0.0/16", "198.18.0.0/15",
 	"198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
-	"::/128", "::1/128", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64", "2001:db8::/32",
+	"::/96", "::1/128", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64", "2001:db8::/32",
 	"fc00::/7", "fe80::/10", "ff00::/8",
 )
 
@@ -36,8 +37,13 @@ func mustPrefixes(ss ...string) []netip.Prefix {
 	return out
 }
 
-// Public reports whether ip is an ordinary public address.
+// Public reports whether ip is an ordinary public address. A zoned IPv6
+// address (fe80::1%eth0, ::1%lo) never is: a zone names a local interface,
+// and netip's prefixes match no zoned address, so it would slip past them.
 func Public(ip netip.Addr) bool {
+	if ip.Zone() != "" {
+		return false
+	}
 	ip = ip.Unmap()
 	if !ip.IsValid() {
 		return false
@@ -84,7 +90,7 @@ func (p *Policy) Resolve(ctx context.Context, host, port string) ([]netip.Addr, 
 			return nil, fmt.Errorf("netguard: resolve %s: %w", host, err)
 		}
 	}
-	if p.allowed(host, port) {
+	if p.allowed(host, port) && !zoned(ips) {
 		return ips, nil
 	}
 	for _, ip := range ips {
@@ -93,6 +99,17 @@ func (p *Policy) Resolve(ctx context.Context, host, port string) ([]netip.Addr, 
 		}
 	}
 	return ips, nil
+}
+
+// zoned reports whether any of ips carries an IPv6 zone: allowing a host
+// never allows reaching it through an interface named by the client.
+func zoned(ips []netip.Addr) bool {
+	for _, ip := range ips {
+		if ip.Zone() != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // DialContext dials addr after checking every address it resolves to, and

@@ -34,6 +34,28 @@ func TestPublic(t *testing.T) {
 		{"fd00:ec2::254", false},
 		{"64:ff9b::7f00:1", false},
 		{"224.0.0.1", false},
+		// Zoned addresses: netip prefixes contain no zoned address, so
+		// without the zone rule these would all pass as public.
+		{"::1%lo", false},
+		{"::1%1", false},
+		{"fe80::1%eth0", false},
+		{"2606:4700::1111%eth0", false},
+		{"::ffff:127.0.0.1%lo", false},
+		// More forms of loopback, private and special addresses.
+		{"::ffff:169.254.169.254", false},
+		{"::ffff:8.8.8.8", true},
+		{"0:0:0:0:0:0:0:1", false},
+		{"::127.0.0.1", false},
+		{"fc00::1", false},
+		{"ff02::1", false},
+		{"100::1", false},
+		{"2001:db8::1", false},
+		{"64:ff9b:1::1", false},
+		{"198.18.0.1", false},
+		{"240.0.0.1", false},
+		{"255.255.255.255", false},
+		{"192.0.0.170", false},
+		{"1.1.1.1", true},
 	}
 	for _, tc := range tests {
 		if got := netguard.Public(netip.MustParseAddr(tc.ip)); got != tc.want {
@@ -71,6 +93,13 @@ func TestDialBlocksLoopbackUnlessAllowed(t *testing.T) {
 		{"host:port allowed", []string{addr}, addr, true},
 		{"host allowed", []string{"127.0.0.1"}, addr, true},
 		{"other port not allowed", []string{"127.0.0.1:1"}, addr, false},
+		{"zoned loopback", nil, "[::1%lo]:" + port, false},
+		{"zoned loopback by index", nil, "[::1%1]:" + port, false},
+		{"zoned loopback even if ::1 allowed", []string{"::1"}, "[::1%lo]:" + port, false},
+		{"zoned link-local", nil, "[fe80::1%lo]:" + port, false},
+		{"mapped loopback", nil, "[::ffff:127.0.0.1]:" + port, false},
+		{"unspecified", nil, "0.0.0.0:" + port, false},
+		{"unspecified v6", nil, "[::]:" + port, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
