@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/mail"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
@@ -58,11 +59,23 @@ type Service struct {
 	now   func() time.Time
 	// bcryptCost is lowered in tests only.
 	bcryptCost int
+	// dummyHash is checked against when a login names no account: at
+	// the cost of real hashes, so the answer takes as long (made once).
+	dummyOnce sync.Once
+	dummyHash []byte
 }
 
 // New returns the account service.
 func New(st state.Store, cfg config.Config) *Service {
 	return &Service{st: st, plans: cfg.Plans, def: cfg.DefaultPlan, now: time.Now, bcryptCost: bcrypt.DefaultCost}
+}
+
+// dummy is a hash at the cost of the real ones, for emails without an account.
+func (s *Service) dummy() []byte {
+	s.dummyOnce.Do(func() {
+		s.dummyHash, _ = bcrypt.GenerateFromPassword([]byte("docrender-dummy-"+RandomID()), s.bcryptCost)
+	})
+	return s.dummyHash
 }
 
 // Plan returns the limits of a plan name (the default plan for unknown names).
@@ -154,7 +167,7 @@ func (s *Service) Login(ctx context.Context, email, password string) (*User, err
 	id, err := s.st.Get(ctx, emailKey(email))
 	if errors.Is(err, state.ErrNotFound) {
 		// Spend the same time as a real check so timing does not reveal accounts.
-		_ = bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
+		_ = bcrypt.CompareHashAndPassword(s.dummy(), []byte(password))
 		return nil, bad
 	}
 	if err != nil {
@@ -169,8 +182,6 @@ func (s *Service) Login(ctx context.Context, email, password string) (*User, err
 	}
 	return u, nil
 }
-
-var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("docrender-dummy"), bcrypt.MinCost)
 
 // User loads a user by ID.
 func (s *Service) User(ctx context.Context, id string) (*User, error) {

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"sync"
-	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 
@@ -37,14 +36,17 @@ type App struct {
 	// Metrics are this process's collectors (the in-process worker's too).
 	Metrics *metrics.Metrics
 
-	nats     *server.Server
-	queue    *queue.Conn
-	state    state.Store
-	blobs    blob.Store
-	http     *http.Server
-	ln       net.Listener
-	workerWG sync.WaitGroup
-	stopWork context.CancelFunc
+	nats  *server.Server
+	queue *queue.Conn
+	state state.Store
+	blobs blob.Store
+	http  *http.Server
+	ln    net.Listener
+	// metricsHTTP serves /metrics on DOCRENDER_METRICS_ADDR when it is set.
+	metricsHTTP *http.Server
+	metricsLn   net.Listener
+	workerWG    sync.WaitGroup
+	stopWork    context.CancelFunc
 	// The retention sweeper (retention.go).
 	sweepWG   sync.WaitGroup
 	stopSweep context.CancelFunc
@@ -101,7 +103,8 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, er
 	if a.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
 		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
 	}
-	a.http = &http.Server{Handler: a.Server.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	// The listener's timeouts; the server moves them per request (server/edge.go).
+	a.http = cfg.HTTP.Server(a.Server.Handler())
 	// Shutdown waits for open requests; progress streams would keep it waiting.
 	a.http.RegisterOnShutdown(a.Server.StopStreams)
 	go func() {
@@ -109,18 +112,55 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, er
 			log.Error("http server stopped", "err", err)
 		}
 	}()
+	if cfg.MetricsAddr != "" {
+		if err := a.serveMetrics(cfg); err != nil {
+			return nil, err
+		}
+	}
 	log.Info("gateway listening", "addr", a.ln.Addr().String(), "embedded", cfg.Embedded(), "base_url", cfg.BaseURL)
 	return a, nil
 }
 
+// serveMetrics serves /metrics alone on cfg.MetricsAddr, which the API
+// address then does not serve (DESIGN §2).
+func (a *App) serveMetrics(cfg config.Config) error {
+	ln, err := net.Listen("tcp", cfg.MetricsAddr)
+	if err != nil {
+		return fmt.Errorf("listen %s (DOCRENDER_METRICS_ADDR): %w", cfg.MetricsAddr, err)
+	}
+	a.metricsLn = ln
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", a.Metrics.Handler())
+	a.metricsHTTP = cfg.HTTP.Server(mux)
+	go func() {
+		if err := a.metricsHTTP.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.Log.Error("metrics server stopped", "err", err)
+		}
+	}()
+	a.Log.Info("metrics listening", "addr", ln.Addr().String())
+	return nil
+}
+
 // Addr is the address actually listened on.
 func (a *App) Addr() string { return a.ln.Addr().String() }
+
+// MetricsAddr is the address /metrics is served on when it has its own
+// listener; "" when it is on Addr.
+func (a *App) MetricsAddr() string {
+	if a.metricsLn == nil {
+		return ""
+	}
+	return a.metricsLn.Addr().String()
+}
 
 // Close finishes the requests in flight, then the in-process jobs, then
 // closes the connections and stores.
 func (a *App) Close(ctx context.Context) {
 	if a.http != nil {
 		_ = a.http.Shutdown(ctx)
+	}
+	if a.metricsHTTP != nil {
+		_ = a.metricsHTTP.Shutdown(ctx)
 	}
 	if a.stopWork != nil {
 		a.stopWork()

@@ -51,14 +51,19 @@ func apiKeyFrom(c echo.Context) (string, bool) {
 	return "", false
 }
 
-// sessionUser resolves the session cookie or bearer token; nil if none.
+// sessionUser resolves the bearer token or session cookie; nil if none.
+// A state-changing request signed in by the cookie must come from the
+// service's own origin (edge.go).
 func (s *Server) sessionUser(c echo.Context, allowBearer bool) (*account.User, string, error) {
 	tok := ""
-	if ck, err := c.Cookie(sessionCookie); err == nil {
-		tok = ck.Value
-	}
-	if tok == "" && allowBearer {
+	if allowBearer {
 		tok = bearer(c)
+	}
+	if ck, err := c.Cookie(sessionCookie); tok == "" && err == nil && ck.Value != "" {
+		if err := s.checkCookieOrigin(c); err != nil {
+			return nil, "", err
+		}
+		tok = ck.Value
 	}
 	if tok == "" {
 		return nil, "", nil
@@ -76,9 +81,13 @@ func (s *Server) requireKey(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		secret, given := apiKeyFrom(c)
 		if !given {
-			if u, _, err := s.sessionUser(c, false); err == nil && u != nil {
+			u, _, err := s.sessionUser(c, false)
+			if err == nil && u != nil {
 				c.Set(ctxUser, u)
 				return next(c)
+			}
+			if forbidden(err) {
+				return err
 			}
 		}
 		u, k, err := s.acct.Authenticate(c.Request().Context(), secret)
@@ -119,6 +128,12 @@ func readJSON(c echo.Context, v any) error {
 	return pdfopts.Decode(data, v)
 }
 
+// forbidden reports whether err is a 403 (a cross-site cookie request).
+func forbidden(err error) bool {
+	var ae *apierr.Error
+	return errors.As(err, &ae) && ae.Status == http.StatusForbidden
+}
+
 type credentials struct {
 	Email    string `json:"email"`
 	Password string `json:"password"`
@@ -145,7 +160,12 @@ func (s *Server) register(c echo.Context) error {
 	if err := readJSON(c, &cr); err != nil {
 		return err
 	}
+	at, err := s.startAuthAttempt(c, cr.Email)
+	if err != nil {
+		return err
+	}
 	u, err := s.acct.Register(c.Request().Context(), cr.Email, cr.Password)
+	at.done(c.Request().Context(), err == nil)
 	if err != nil {
 		return err
 	}
@@ -157,7 +177,12 @@ func (s *Server) login(c echo.Context) error {
 	if err := readJSON(c, &cr); err != nil {
 		return err
 	}
+	at, err := s.startAuthAttempt(c, cr.Email)
+	if err != nil {
+		return err
+	}
 	u, err := s.acct.Login(c.Request().Context(), cr.Email, cr.Password)
+	at.done(c.Request().Context(), err == nil)
 	if err != nil {
 		return err
 	}
@@ -165,7 +190,10 @@ func (s *Server) login(c echo.Context) error {
 }
 
 func (s *Server) logout(c echo.Context) error {
-	_, tok, _ := s.sessionUser(c, true)
+	_, tok, err := s.sessionUser(c, true)
+	if forbidden(err) {
+		return err
+	}
 	if tok != "" {
 		if err := s.acct.EndSession(c.Request().Context(), tok); err != nil {
 			return err

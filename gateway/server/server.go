@@ -11,14 +11,12 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/docrender/docrender/gateway/account"
 	"github.com/docrender/docrender/pkg/apierr"
 	"github.com/docrender/docrender/pkg/blob"
 	"github.com/docrender/docrender/pkg/config"
 	"github.com/docrender/docrender/pkg/files"
-	"github.com/docrender/docrender/pkg/logging"
 	"github.com/docrender/docrender/pkg/metrics"
 	"github.com/docrender/docrender/pkg/queue"
 	"github.com/docrender/docrender/pkg/state"
@@ -59,14 +57,9 @@ func New(d Deps) *Server {
 	if s.Metrics == nil {
 		s.Metrics = metrics.New()
 	}
-	s.e.Pre(middleware.RequestIDWithConfig(middleware.RequestIDConfig{
-		Generator: account.RandomID,
-		RequestIDHandler: func(c echo.Context, id string) {
-			c.Set("log", s.Log.With("request_id", id))
-			// Code that logs with the request's context carries the ID too.
-			c.SetRequest(c.Request().WithContext(logging.With(c.Request().Context(), "request_id", id)))
-		},
-	}))
+	// The HTTP edge (edge.go): deadlines, request IDs, the client's address.
+	s.e.IPExtractor = ipExtractor(d.Config.TrustedProxies)
+	s.e.Pre(s.deadlines, s.requestIDs)
 	s.e.Use(s.recoverPanics, s.logRequests, s.limitBody)
 	s.routes()
 	s.routeSet = map[string]bool{}
@@ -105,7 +98,10 @@ func (s *Server) routes() {
 
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]any{"status": "ok"}) })
 	e.GET("/readyz", s.readyz)
-	e.GET("/metrics", echo.WrapHandler(s.Metrics.Handler()))
+	if s.Config.MetricsAddr == "" {
+		// Otherwise on its own listener (app.go), kept private by the operator.
+		e.GET("/metrics", echo.WrapHandler(s.Metrics.Handler()))
+	}
 }
 
 func (s *Server) readyz(c echo.Context) error {
@@ -162,7 +158,7 @@ func (s *Server) writeError(err error, c echo.Context) {
 	switch {
 	case errors.As(err, &ae):
 	case errors.As(err, &mbe):
-		ae = apierr.Newf(http.StatusRequestEntityTooLarge, "Request body exceeds the limit of %d bytes.", s.Config.MaxUpload)
+		ae = apierr.Newf(http.StatusRequestEntityTooLarge, "Request body exceeds the limit of %d bytes.", mbe.Limit)
 	case errors.As(err, &he):
 		switch he.Code {
 		case http.StatusNotFound:
@@ -243,17 +239,18 @@ func (s *Server) routeLabel(c echo.Context) string {
 	return "unmatched"
 }
 
-// limitBody refuses bodies over DOCRENDER_MAX_UPLOAD_BYTES, before reading
-// when Content-Length says so, while reading otherwise.
+// limitBody refuses bodies over the route's limit (bodyLimit, edge.go),
+// before reading when Content-Length says so, while reading otherwise.
 func (s *Server) limitBody(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
-		if req.ContentLength > s.Config.MaxUpload {
+		limit := s.bodyLimit(c)
+		if req.ContentLength > limit {
 			// Do not keep reading a body we refuse: close the connection after answering.
 			c.Response().Header().Set("Connection", "close")
-			return apierr.Newf(http.StatusRequestEntityTooLarge, "Request body exceeds the limit of %d bytes.", s.Config.MaxUpload)
+			return apierr.Newf(http.StatusRequestEntityTooLarge, "Request body exceeds the limit of %d bytes.", limit)
 		}
-		req.Body = http.MaxBytesReader(c.Response(), req.Body, s.Config.MaxUpload)
+		req.Body = http.MaxBytesReader(c.Response(), req.Body, limit)
 		return next(c)
 	}
 }

@@ -49,6 +49,9 @@ func (b *batchAPI) stream(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// The stream lasts as long as the batch: each event, not the whole,
+	// must reach the client within the write timeout.
+	streamWrites(c)
 	w := c.Response()
 	h := w.Header()
 	h.Set(echo.HeaderContentType, "text/event-stream")

@@ -117,11 +117,13 @@ func readUpload(c echo.Context, blobs blob.Store, prefix string) (*upload, error
 }
 
 // bodyError turns a failure to read the request body into its answer: a
-// body over the limit stays recognisable for the 413, anything else the
-// client sent is a malformed body.
+// body over the limit stays recognisable for the 413, one that stopped
+// arriving keeps its 408 (edge.go), anything else the client sent is a
+// malformed body.
 func bodyError(err error) error {
 	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) || errors.Is(err, context.Canceled) {
+	var ae *apierr.Error
+	if errors.As(err, &mbe) || errors.Is(err, context.Canceled) || errors.As(err, &ae) {
 		return err
 	}
 	return apierr.Bad("Malformed multipart body: %v", err)
