@@ -39,8 +39,16 @@ bench: setup build
 soak: setup build
 	scripts/soak
 
+# Every hostile-input fuzz target for FUZZTIME each (their seed corpora run
+# in make test as plain tests). One target per go test -fuzz call.
+FUZZTIME ?= 60s
+FUZZ_TARGETS := pkg/pdfopts:FuzzParseJSON pkg/limits:FuzzImage pkg/qr:FuzzRequest \
+	worker/pdfedit:FuzzMerge worker/pdfedit:FuzzWatermarkImage gateway/server:FuzzMultipart
 fuzz:
-	go test -run '^$$' -fuzz FuzzParseJSON -fuzztime 60s ./pkg/pdfopts
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t#*:} in ./$${t%%:*} for $(FUZZTIME)"; \
+		go test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*}; \
+	done
 
 proto:
 	GOBIN=$(CACHE)/bin go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
