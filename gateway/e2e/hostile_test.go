@@ -18,6 +18,7 @@ import (
 
 	"github.com/docrender/docrender/pkg/apierr"
 	"github.com/docrender/docrender/pkg/limits/limitstest"
+	"github.com/docrender/docrender/proto/jobspb"
 )
 
 // hostileCase is one malformed or malicious request and the answer it must
@@ -410,6 +411,31 @@ func TestRestartAfterHostileRequestsIsHealthy(t *testing.T) {
 	c := newClient(t, svc)
 	bomb := fmt.Sprintf(`{"watermark":{"image":%q}}`, b64(limitstest.BombPNG(10_000_000, 10_000_000)))
 	expectError(t, c.generate([]file{htmlFile("index.html", simpleHTML)}, bomb), 400, apierr.BadRequest)
+
+	// The same image in a job that never passed the gateway's checks (an
+	// older gateway, a hand-made message): the worker refuses it too. It
+	// used to panic in png.Decode and take the whole process down.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	q, blobs := svc.App.Server.Queue, svc.App.Server.Blobs
+	if err := blobs.Put(ctx, "jobs/poison/in/index.html", strings.NewReader(simpleHTML), -1); err != nil {
+		t.Fatal(err)
+	}
+	p, err := q.Submit(ctx, &jobspb.Job{Id: "poison", OutputKey: "jobs/poison/out.pdf", Kind: &jobspb.Job_Render{Render: &jobspb.RenderJob{
+		BundlePrefix: "jobs/poison/in/", Files: []string{"index.html"}, Entry: "index.html",
+		Page:      &jobspb.Page{WidthIn: 8.27, HeightIn: 11.69},
+		Watermark: &jobspb.Watermark{ImagePng: limitstest.BombPNG(10_000_000, 10_000_000), Opacity: 0.3, Position: "center", Pages: "all", Color: "#888888"},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ErrorKind == jobspb.ErrorKind_ERROR_KIND_NONE {
+		t.Fatalf("a bomb watermark was stamped: %v", res)
+	}
 	c.generatePDF(simpleHTML, nil)
 	stop()
 
