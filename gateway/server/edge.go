@@ -60,7 +60,11 @@ func (s *Server) deadlines(next echo.HandlerFunc) echo.HandlerFunc {
 		req, resp := c.Request(), c.Response()
 		rc := http.NewResponseController(resp.Writer)
 		if req.Body != nil && req.Body != http.NoBody {
-			req.Body = &deadlineReader{rc: rc, body: req.Body, start: time.Now(), t: t}
+			// A copy: net/http looks at its own request's body after the
+			// handler (to close gently a connection whose body went unread).
+			r := req.WithContext(req.Context())
+			r.Body = &deadlineReader{rc: rc, body: req.Body, start: time.Now(), t: t}
+			c.SetRequest(r)
 		}
 		resp.Writer = &deadlineWriter{ResponseWriter: resp.Writer, rc: rc, t: t}
 		return next(c)
