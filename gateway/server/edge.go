@@ -94,7 +94,8 @@ func (r *deadlineReader) Read(p []byte) (int, error) {
 	if r.eof {
 		return 0, io.EOF
 	}
-	if d := r.start.Add(r.t.Read + rateTime(r.n, r.t.MinRate)); d.Sub(r.set) > 100*time.Millisecond {
+	// A zero timeout is none, as in net/http.
+	if d := r.start.Add(r.t.Read + rateTime(r.n, r.t.MinRate)); r.t.Read > 0 && d.Sub(r.set) > 100*time.Millisecond {
 		_ = r.rc.SetReadDeadline(d)
 		r.set = d
 	}
@@ -133,6 +134,9 @@ type deadlineWriter struct {
 }
 
 func (w *deadlineWriter) arm(next int) {
+	if w.t.Write <= 0 {
+		return
+	}
 	now := time.Now()
 	if w.start.IsZero() {
 		w.start = now

@@ -285,3 +285,23 @@ func TestDeadlines(t *testing.T) {
 		})
 	}
 }
+
+// A configuration without timeouts (zero values) means none, as in net/http.
+func TestDeadlinesZeroMeansNone(t *testing.T) {
+	addr := edgeServer(t, config.HTTPTimeouts{}, func(c echo.Context) error {
+		b, err := io.ReadAll(c.Request().Body)
+		if err != nil {
+			return err
+		}
+		return c.String(http.StatusOK, string(b))
+	})
+	resp, err := http.Post("http://"+addr+"/x", "text/plain", strings.NewReader("hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || string(b) != "hello" {
+		t.Fatalf("status %d: %q", resp.StatusCode, b)
+	}
+}
