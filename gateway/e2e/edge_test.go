@@ -355,7 +355,7 @@ func awayFromWindowEnd(window, need time.Duration) {
 // Login is throttled per email and per client address, and a made-up
 // X-Forwarded-For changes neither (no trusted proxies configured).
 func TestAuthThrottle(t *testing.T) {
-	svc := startService(t, nil)
+	svc := startService(t, func(cfg *configT) { cfg.AuthAttemptsPerMinute = 30 })
 	a := newAuthClient(t, svc.URL, "127.0.0.1")
 	awayFromWindowEnd(15*time.Minute, 30*time.Second)
 	victim := newClient(t, svc)
@@ -408,6 +408,7 @@ func TestAuthThrottle(t *testing.T) {
 func TestAuthBehindTrustedProxy(t *testing.T) {
 	svc := startService(t, func(cfg *configT) {
 		cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+		cfg.AuthAttemptsPerMinute = 30
 	})
 	proxy := newAuthClient(t, svc.URL, "127.0.0.1")
 	other := newAuthClient(t, svc.URL, "127.0.0.2")

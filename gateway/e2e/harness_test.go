@@ -67,6 +67,10 @@ func baseConfig(dir string) config.Config {
 			return strconv.Itoa(8 << 20)
 		case "DOCRENDER_WORKERS":
 			return "2"
+		case "DOCRENDER_AUTH_ATTEMPTS_PER_MINUTE":
+			// Every test user registers from 127.0.0.1; TestAuthThrottle
+			// sets the default back.
+			return "100000"
 		case "DOCRENDER_SWEEP_INTERVAL":
 			// Tests that need a sweep run one; a periodic one would race them.
 			return "1h"

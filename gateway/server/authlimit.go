@@ -21,10 +21,9 @@ import (
 // store, so every gateway shares them, in fixed windows (the key names the
 // window, so Retry-After is the time to its end).
 const (
-	// authIPLimit bounds the attempts (login or register, whatever their
-	// outcome) from one client address: guessing across many emails, and
-	// the CPU of password hashing.
-	authIPLimit  = 30
+	// The attempts (login or register, whatever their outcome) from one
+	// client address are bounded by DOCRENDER_AUTH_ATTEMPTS_PER_MINUTE:
+	// guessing across many emails, and the CPU of password hashing.
 	authIPWindow = time.Minute
 	// authEmailLimit bounds the failed attempts on one email: guessing
 	// one account's password. Once reached, the right password is refused
@@ -57,9 +56,9 @@ func (s *Server) startAuthAttempt(c echo.Context, email string) (*authAttempt, e
 		return nil, fmt.Errorf("auth throttle: %w", err)
 	}
 	switch {
-	case ipN > authIPLimit:
+	case ipN > int64(s.Config.AuthAttemptsPerMinute):
 		s.Log.Warn("auth attempts throttled", "by", "ip", "ip", c.RealIP())
-		return nil, rateLimited(fmt.Sprintf("Too many sign-in attempts from this address: at most %d a minute.", authIPLimit), ipReset)
+		return nil, rateLimited(fmt.Sprintf("Too many sign-in attempts from this address: at most %d a minute.", s.Config.AuthAttemptsPerMinute), ipReset)
 	case failN > authEmailLimit:
 		s.Log.Warn("auth attempts throttled", "by", "email")
 		return nil, rateLimited(fmt.Sprintf("Too many failed sign-in attempts for this email: at most %d in %s.", authEmailLimit, authEmailWindow), emailReset)

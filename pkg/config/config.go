@@ -70,6 +70,10 @@ type Config struct {
 	// when telling a client's address (login throttling, logs); empty:
 	// the connection's own address.
 	TrustedProxies []netip.Prefix
+	// AuthAttemptsPerMinute bounds login and register attempts from one
+	// client address (DESIGN §5); behind a proxy it counts the proxy's
+	// address unless TrustedProxies names it.
+	AuthAttemptsPerMinute int
 	// HTTP are the listeners' timeouts: DefaultHTTPTimeouts, not read
 	// from the environment (tests shorten them).
 	HTTP HTTPTimeouts
@@ -115,35 +119,36 @@ var PlanNames = []string{"hobby", "pro", "enterprise"}
 func Load(getenv func(string) string) (Config, error) {
 	p := parser{getenv: getenv}
 	c := Config{
-		Addr:              p.str("DOCRENDER_ADDR", ":8080"),
-		WorkerAddr:        p.str("DOCRENDER_WORKER_ADDR", ":9090"),
-		BaseURL:           strings.TrimRight(p.str("DOCRENDER_BASE_URL", "http://localhost:8080"), "/"),
-		DataDir:           p.str("DOCRENDER_DATA_DIR", "./data"),
-		NATSURL:           p.str("DOCRENDER_NATS_URL", ""),
-		QueueNamespace:    p.str("DOCRENDER_QUEUE_NAMESPACE", "docrender"),
-		SweepInterval:     p.duration("DOCRENDER_SWEEP_INTERVAL", time.Minute),
-		RedisURL:          p.str("DOCRENDER_REDIS_URL", ""),
-		S3Endpoint:        p.str("DOCRENDER_S3_ENDPOINT", ""),
-		S3AccessKey:       p.str("DOCRENDER_S3_ACCESS_KEY", ""),
-		S3SecretKey:       p.str("DOCRENDER_S3_SECRET_KEY", ""),
-		S3Bucket:          p.str("DOCRENDER_S3_BUCKET", "docrender"),
-		S3UseSSL:          p.boolean("DOCRENDER_S3_USE_SSL", false),
-		ChromiumPath:      p.str("DOCRENDER_CHROMIUM_PATH", ""),
-		Workers:           p.integer("DOCRENDER_WORKERS", runtime.NumCPU()),
-		RenderTimeout:     p.duration("DOCRENDER_RENDER_TIMEOUT", 30*time.Second),
-		MaxUpload:         int64(p.integer("DOCRENDER_MAX_UPLOAD_BYTES", 52428800)),
-		MaxQueue:          p.integer("DOCRENDER_MAX_QUEUE", 10000),
-		RenderAllowHosts:  p.list("DOCRENDER_RENDER_ALLOW_HOSTS"),
-		WebhookAllowHosts: p.list("DOCRENDER_WEBHOOK_ALLOW_HOSTS"),
-		DefaultPlan:       strings.ToLower(p.str("DOCRENDER_DEFAULT_PLAN", "hobby")),
-		LogLevel:          p.str("DOCRENDER_LOG_LEVEL", "info"),
-		ChromiumNoSandbox: p.boolean("DOCRENDER_CHROMIUM_NO_SANDBOX", false),
-		ChromiumUser:      p.str("DOCRENDER_CHROMIUM_USER", "nobody"),
-		MetricsAddr:       p.str("DOCRENDER_METRICS_ADDR", ""),
-		AdminToken:        p.str("DOCRENDER_ADMIN_TOKEN", ""),
-		SelfServicePlans:  p.list("DOCRENDER_SELF_SERVICE_PLANS"),
-		TrustedProxies:    p.prefixes("DOCRENDER_TRUSTED_PROXIES"),
-		HTTP:              DefaultHTTPTimeouts(),
+		Addr:                  p.str("DOCRENDER_ADDR", ":8080"),
+		WorkerAddr:            p.str("DOCRENDER_WORKER_ADDR", ":9090"),
+		BaseURL:               strings.TrimRight(p.str("DOCRENDER_BASE_URL", "http://localhost:8080"), "/"),
+		DataDir:               p.str("DOCRENDER_DATA_DIR", "./data"),
+		NATSURL:               p.str("DOCRENDER_NATS_URL", ""),
+		QueueNamespace:        p.str("DOCRENDER_QUEUE_NAMESPACE", "docrender"),
+		SweepInterval:         p.duration("DOCRENDER_SWEEP_INTERVAL", time.Minute),
+		RedisURL:              p.str("DOCRENDER_REDIS_URL", ""),
+		S3Endpoint:            p.str("DOCRENDER_S3_ENDPOINT", ""),
+		S3AccessKey:           p.str("DOCRENDER_S3_ACCESS_KEY", ""),
+		S3SecretKey:           p.str("DOCRENDER_S3_SECRET_KEY", ""),
+		S3Bucket:              p.str("DOCRENDER_S3_BUCKET", "docrender"),
+		S3UseSSL:              p.boolean("DOCRENDER_S3_USE_SSL", false),
+		ChromiumPath:          p.str("DOCRENDER_CHROMIUM_PATH", ""),
+		Workers:               p.integer("DOCRENDER_WORKERS", runtime.NumCPU()),
+		RenderTimeout:         p.duration("DOCRENDER_RENDER_TIMEOUT", 30*time.Second),
+		MaxUpload:             int64(p.integer("DOCRENDER_MAX_UPLOAD_BYTES", 52428800)),
+		MaxQueue:              p.integer("DOCRENDER_MAX_QUEUE", 10000),
+		RenderAllowHosts:      p.list("DOCRENDER_RENDER_ALLOW_HOSTS"),
+		WebhookAllowHosts:     p.list("DOCRENDER_WEBHOOK_ALLOW_HOSTS"),
+		DefaultPlan:           strings.ToLower(p.str("DOCRENDER_DEFAULT_PLAN", "hobby")),
+		LogLevel:              p.str("DOCRENDER_LOG_LEVEL", "info"),
+		ChromiumNoSandbox:     p.boolean("DOCRENDER_CHROMIUM_NO_SANDBOX", false),
+		ChromiumUser:          p.str("DOCRENDER_CHROMIUM_USER", "nobody"),
+		MetricsAddr:           p.str("DOCRENDER_METRICS_ADDR", ""),
+		AdminToken:            p.str("DOCRENDER_ADMIN_TOKEN", ""),
+		SelfServicePlans:      p.list("DOCRENDER_SELF_SERVICE_PLANS"),
+		TrustedProxies:        p.prefixes("DOCRENDER_TRUSTED_PROXIES"),
+		AuthAttemptsPerMinute: p.integer("DOCRENDER_AUTH_ATTEMPTS_PER_MINUTE", 30),
+		HTTP:                  DefaultHTTPTimeouts(),
 	}
 	if c.SelfServicePlans == nil {
 		c.SelfServicePlans = append([]string(nil), PlanNames...)
@@ -175,6 +180,9 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if c.AdminToken != "" && len(c.AdminToken) < 16 {
 		p.fail("DOCRENDER_ADMIN_TOKEN", "(hidden)", "at least 16 characters")
+	}
+	if c.AuthAttemptsPerMinute < 1 {
+		p.fail("DOCRENDER_AUTH_ATTEMPTS_PER_MINUTE", strconv.Itoa(c.AuthAttemptsPerMinute), "at least 1")
 	}
 	if !nsRe.MatchString(c.QueueNamespace) {
 		p.fail("DOCRENDER_QUEUE_NAMESPACE", c.QueueNamespace, "lower-case letters, digits and dashes")
