@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/docrender/docrender/pkg/batch"
+	"github.com/docrender/docrender/pkg/filename"
 	"github.com/docrender/docrender/pkg/files"
 	"github.com/docrender/docrender/pkg/queue"
 	"github.com/docrender/docrender/proto/jobspb"
@@ -132,6 +133,9 @@ func (w *Worker) addEntry(ctx context.Context, zw *zip.Writer, key, name string,
 		return fmt.Errorf("read %s: %w", key, err)
 	}
 	defer rc.Close()
+	// Names are cleaned when the batch is made (pdfopts.FileName); again
+	// here for batches made before that.
+	name = filename.Clean(name)
 	fw, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Deflate, Modified: mod})
 	if err != nil {
 		return fmt.Errorf("entry %s: %w", name, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/docrender/docrender/pkg/apierr"
+	"github.com/docrender/docrender/pkg/filename"
 	"github.com/docrender/docrender/pkg/pdfopts"
 	"github.com/docrender/docrender/proto/jobspb"
 )
@@ -95,8 +96,11 @@ func (s *Server) sendBlob(c echo.Context, key, name, ctype, disposition string) 
 	return err
 }
 
-// contentDisposition quotes name for old clients and gives the UTF-8 form (RFC 6266).
+// contentDisposition quotes name for old clients and gives the UTF-8 form
+// (RFC 6266). Names are cleaned where they are made (pdfopts.FileName);
+// cleaning again here covers files stored before that.
 func contentDisposition(kind, name string) string {
+	name = filename.Clean(name)
 	ascii := make([]rune, 0, len(name))
 	for _, r := range name {
 		if r < 0x20 || r > 0x7e || r == '"' || r == '\\' {

@@ -226,6 +226,10 @@ func (up *mergeUpload) readPart(ctx context.Context, field, name, mimeType strin
 	}
 	switch field {
 	case "files":
+		// The names are labels only, but they travel in the job.
+		if err := utf8Name(name); err != nil {
+			return err
+		}
 		if len(up.keys) >= maxFiles {
 			return apierr.Bad("Too many files: at most %d.", maxFiles)
 		}

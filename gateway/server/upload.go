@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -135,12 +136,27 @@ func cleanName(n string) (string, error) {
 	if n == "" {
 		return "", apierr.Bad("A file under \"files\" has no file name.")
 	}
+	if err := utf8Name(n); err != nil {
+		return "", err
+	}
 	c := path.Clean("/" + n)[1:]
 	if c == "" || c != strings.TrimPrefix(n, "./") || strings.HasPrefix(n, "/") || len(c) > 255 ||
 		strings.ContainsAny(c, "\x00\r\n") {
 		return "", apierr.Bad("File name %q is not a plain relative path.", n)
 	}
 	return c, nil
+}
+
+// utf8Name refuses an uploaded file name that is not UTF-8. Such a name
+// cannot travel in a job (protobuf strings are UTF-8: the publish failed,
+// a 500) nor be a bundle path the HTML could name; a generate bundle's
+// names are its links, so no replacement would be right either.
+func utf8Name(n string) error {
+	if !utf8.ValidString(n) {
+		return apierr.Invalid("files", fmt.Sprintf("the file name %q is not UTF-8", n)).
+			WithHint("Send file names in UTF-8.")
+	}
+	return nil
 }
 
 // countingReader counts and hashes the bytes of an upload (hashing while

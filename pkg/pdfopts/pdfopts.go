@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/docrender/docrender/pkg/apierr"
+	"github.com/docrender/docrender/pkg/filename"
 	"github.com/docrender/docrender/pkg/limits"
 	"github.com/docrender/docrender/proto/jobspb"
 )
@@ -125,14 +126,17 @@ func (r Raw) Validate(defaultName string) (Options, error) {
 	return o, nil
 }
 
-var unsafeName = regexp.MustCompile(`[\x00-\x1f\x7f/\\:*?"<>|]+`)
+// unsafeName are the characters of paths and of names Windows refuses.
+var unsafeName = regexp.MustCompile(`[/\\:*?"<>|]+`)
 
-// FileName validates an output name (without extension) and applies the default.
+// FileName validates an output name (without extension) and applies the
+// default. Characters that could disguise the name are dropped first
+// (filename.Clean), path characters become "_".
 func FileName(p *string, def string) (string, error) {
 	if p == nil {
 		return def, nil
 	}
-	n := strings.TrimSpace(*p)
+	n := strings.TrimSpace(filename.Clean(*p))
 	n = strings.TrimSuffix(n, ".pdf")
 	n = strings.TrimSuffix(n, ".PDF")
 	n = strings.Trim(unsafeName.ReplaceAllString(n, "_"), ". ")

@@ -78,6 +78,12 @@ func TestParseJSON(t *testing.T) {
 				t.Fatalf("%q", o.FileName)
 			}
 		}},
+		{name: "file name loses bidi and zero-width characters", in: `{"fileName":"inv\u200Boice\u202Efdp.exe\u2066 .pdf\u200B"}`, check: func(t *testing.T, o Options) {
+			if o.FileName != "invoicefdp.exe" {
+				t.Fatalf("%q", o.FileName)
+			}
+		}},
+		{name: "file name of hidden characters only", in: `{"fileName":"\u202E\u200B\t"}`, field: "fileName"},
 		{name: "watermark defaults", in: `{"watermark":{"text":"DRAFT"}}`, check: func(t *testing.T, o Options) {
 			w := o.Watermark
 			if w.Text != "DRAFT" || w.FontSize != 48 || w.Opacity != 0.3 || w.Rotation != 45 || w.Position != "center" || w.Pages != "all" {
