@@ -56,7 +56,9 @@ type Service struct {
 	st    state.Store
 	plans map[string]config.Plan
 	def   string
-	now   func() time.Time
+	// selfService are the plans a user may switch to (ChoosePlan).
+	selfService map[string]bool
+	now         func() time.Time
 	// bcryptCost is lowered in tests only.
 	bcryptCost int
 	// dummyHash is checked against when a login names no account: at
@@ -67,7 +69,11 @@ type Service struct {
 
 // New returns the account service.
 func New(st state.Store, cfg config.Config) *Service {
-	s := &Service{st: st, plans: cfg.Plans, def: cfg.DefaultPlan, now: time.Now, bcryptCost: bcrypt.DefaultCost}
+	s := &Service{st: st, plans: cfg.Plans, def: cfg.DefaultPlan, now: time.Now, bcryptCost: bcrypt.DefaultCost,
+		selfService: map[string]bool{}}
+	for _, p := range cfg.SelfServicePlans {
+		s.selfService[p] = true
+	}
 	// Made now, or the first login without an account would take longer.
 	s.dummy()
 	return s
@@ -95,6 +101,12 @@ func sessionKey(hash string) string   { return "session:" + hash }
 func apiKeyKey(hash string) string    { return "apikey:" + hash }
 func keyIDKey(id string) string       { return "keyid:" + id }
 func userKeysIndex(uid string) string { return "keys:" + uid }
+func disabledKey(uid string) string   { return "disabled:" + uid }
+
+// accountsIndex lists every account by creation time, for operators.
+// Accounts made before it existed join it when they next sign in or
+// make a key (index).
+const accountsIndex = "accounts"
 
 func hashToken(t string) string {
 	sum := sha256.Sum256([]byte(t))
@@ -157,7 +169,112 @@ func (s *Service) Register(ctx context.Context, email, password string) (*User, 
 	if err := s.putJSON(ctx, userKey(u.ID), u, 0); err != nil {
 		return nil, fmt.Errorf("account: register: %w", err)
 	}
+	if err := s.index(ctx, u); err != nil {
+		return nil, fmt.Errorf("account: register: %w", err)
+	}
 	return u, nil
+}
+
+// index puts u in the accounts index (again: the score is its creation
+// time, so repeating it changes nothing).
+func (s *Service) index(ctx context.Context, u *User) error {
+	return s.st.IndexAdd(ctx, accountsIndex, u.ID, float64(u.CreatedAt.UnixNano()))
+}
+
+// errDisabled is the 401 of a disabled account's keys, sessions and logins.
+func errDisabled() error {
+	return apierr.Unauth("This account is disabled. Contact the operator of this service.")
+}
+
+// checkEnabled refuses a disabled account. It is read on every
+// authentication, from its own key: an operator's change applies at once,
+// on every gateway, and no write of the user record can undo it.
+func (s *Service) checkEnabled(ctx context.Context, u *User) error {
+	off, err := s.Disabled(ctx, u.ID)
+	if err != nil {
+		return err
+	}
+	if off {
+		return errDisabled()
+	}
+	return nil
+}
+
+// Disabled reports whether the operator disabled the account.
+func (s *Service) Disabled(ctx context.Context, uid string) (bool, error) {
+	_, err := s.st.Get(ctx, disabledKey(uid))
+	if errors.Is(err, state.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("account: disabled: %w", err)
+	}
+	return true, nil
+}
+
+// SetDisabled disables or re-enables the account: its keys and sessions
+// answer 401 while it is disabled and work again afterwards.
+func (s *Service) SetDisabled(ctx context.Context, u *User, off bool) error {
+	var err error
+	if off {
+		err = s.st.Set(ctx, disabledKey(u.ID), []byte("1"), 0)
+	} else {
+		err = s.st.Delete(ctx, disabledKey(u.ID))
+	}
+	if err != nil {
+		return fmt.Errorf("account: set disabled: %w", err)
+	}
+	return nil
+}
+
+// Accounts lists accounts newest first, page by page (page from 1), with
+// the number of accounts in the index.
+func (s *Service) Accounts(ctx context.Context, page, limit int) ([]*User, int64, error) {
+	total, err := s.st.IndexCount(ctx, accountsIndex, state.MinScore, state.MaxScore)
+	if err != nil {
+		return nil, 0, fmt.Errorf("account: list: %w", err)
+	}
+	ids, err := s.st.IndexRange(ctx, accountsIndex, state.MinScore, state.MaxScore, (page-1)*limit, limit, true)
+	if err != nil {
+		return nil, 0, fmt.Errorf("account: list: %w", err)
+	}
+	out := make([]*User, 0, len(ids))
+	for _, id := range ids {
+		u, err := s.User(ctx, id)
+		if errors.Is(err, state.ErrNotFound) {
+			// Deleted while it was being indexed again: drop the member.
+			if ok, _ := s.st.IndexRemove(ctx, accountsIndex, id); ok {
+				total--
+			}
+			continue
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, u)
+	}
+	return out, total, nil
+}
+
+// UserByEmail finds the account of an email (compared as Register stores
+// it); nil when there is none.
+func (s *Service) UserByEmail(ctx context.Context, email string) (*User, error) {
+	email, err := normEmail(email)
+	if err != nil {
+		return nil, err
+	}
+	id, err := s.st.Get(ctx, emailKey(email))
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("account: by email: %w", err)
+	}
+	u, err := s.User(ctx, string(id))
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, nil
+	}
+	return u, err
 }
 
 // Login checks the password and returns the user.
@@ -183,6 +300,10 @@ func (s *Service) Login(ctx context.Context, email, password string) (*User, err
 	if bcrypt.CompareHashAndPassword(u.PasswordHash, []byte(password)) != nil {
 		return nil, bad
 	}
+	// Only now, so a wrong password learns nothing about the account.
+	if err := s.checkEnabled(ctx, u); err != nil {
+		return nil, err
+	}
 	return u, nil
 }
 
@@ -197,17 +318,56 @@ func (s *Service) User(ctx context.Context, id string) (*User, error) {
 
 // DeleteUser removes the user; its keys and sessions stop working at once.
 func (s *Service) DeleteUser(ctx context.Context, u *User) error {
-	return s.st.Delete(ctx, userKey(u.ID), emailKey(u.Email))
+	if err := s.st.Delete(ctx, userKey(u.ID), emailKey(u.Email), disabledKey(u.ID)); err != nil {
+		return err
+	}
+	_, err := s.st.IndexRemove(ctx, accountsIndex, u.ID)
+	return err
 }
 
-// SetPlan changes the user's plan.
+// SetPlan changes the user's plan to any plan (the operator's way).
 func (s *Service) SetPlan(ctx context.Context, u *User, plan string) error {
-	plan = strings.ToLower(strings.TrimSpace(plan))
-	if _, ok := s.plans[plan]; !ok {
-		return apierr.Invalid("plan", "must be one of "+strings.Join(config.PlanNames, ", "))
+	plan, err := s.planName(plan)
+	if err != nil {
+		return err
 	}
 	u.Plan = plan
 	return s.putJSON(ctx, userKey(u.ID), u, 0)
+}
+
+// ChoosePlan is a user's own change of plan: only to a self-service plan
+// (DOCRENDER_SELF_SERVICE_PLANS), else 403. Asking for the plan the user
+// already has changes nothing and is not refused.
+func (s *Service) ChoosePlan(ctx context.Context, u *User, plan string) error {
+	plan, err := s.planName(plan)
+	if err != nil {
+		return err
+	}
+	if !s.selfService[plan] && plan != u.Plan {
+		return apierr.Newf(http.StatusForbidden, "The %s plan cannot be chosen here.", plan).
+			WithHint("Plans open to everyone: " + strings.Join(s.selfServiceNames(), ", ") + ". Ask the operator for the others.")
+	}
+	return s.SetPlan(ctx, u, plan)
+}
+
+// planName normalises a plan name; an unknown one is a 400 naming plan.
+func (s *Service) planName(plan string) (string, error) {
+	plan = strings.ToLower(strings.TrimSpace(plan))
+	if _, ok := s.plans[plan]; !ok {
+		return "", apierr.Invalid("plan", "must be one of "+strings.Join(config.PlanNames, ", "))
+	}
+	return plan, nil
+}
+
+// selfServiceNames are the self-service plans in ascending order.
+func (s *Service) selfServiceNames() []string {
+	var out []string
+	for _, p := range config.PlanNames {
+		if s.selfService[p] {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // NewSession returns a fresh session token for the user.
@@ -216,6 +376,10 @@ func (s *Service) NewSession(ctx context.Context, u *User) (string, error) {
 	rand.Read(b)
 	tok := base64.RawURLEncoding.EncodeToString(b)
 	if err := s.st.Set(ctx, sessionKey(hashToken(tok)), []byte(u.ID), SessionTTL); err != nil {
+		return "", fmt.Errorf("account: session: %w", err)
+	}
+	// An account made before the accounts index joins it here.
+	if err := s.index(ctx, u); err != nil {
 		return "", fmt.Errorf("account: session: %w", err)
 	}
 	return tok, nil
@@ -230,7 +394,14 @@ func (s *Service) Session(ctx context.Context, token string) (*User, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.User(ctx, string(id))
+	u, err := s.User(ctx, string(id))
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkEnabled(ctx, u); err != nil {
+		return nil, err
+	}
+	return u, nil
 }
 
 // EndSession deletes a session.
@@ -291,6 +462,10 @@ func (s *Service) CreateKey(ctx context.Context, u *User, name string, expiresAt
 		return nil, "", fmt.Errorf("account: create key: %w", err)
 	}
 	if err := s.st.IndexAdd(ctx, userKeysIndex(u.ID), k.ID, float64(k.CreatedAt.UnixNano())); err != nil {
+		return nil, "", fmt.Errorf("account: create key: %w", err)
+	}
+	// An account made before the accounts index joins it here.
+	if err := s.index(ctx, u); err != nil {
 		return nil, "", fmt.Errorf("account: create key: %w", err)
 	}
 	return k, secret, nil
@@ -363,6 +538,9 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*User, *Key,
 		if errors.Is(err, state.ErrNotFound) {
 			return nil, nil, apierr.InvalidKey()
 		}
+		return nil, nil, err
+	}
+	if err := s.checkEnabled(ctx, u); err != nil {
 		return nil, nil, err
 	}
 	return u, &k, nil

@@ -68,9 +68,11 @@ func (s *Server) subscription(c echo.Context) error {
 	return c.JSON(http.StatusOK, subscriptionJSON(s.acct.Plan(currentUser(c).Plan)))
 }
 
-// changePlan is POST /api/billing/subscription/change-plan {plan}. The new
-// limits apply to the next reservation: a larger hosted limit frees hosting
-// at once; files already stored keep their expiry.
+// changePlan is POST /api/billing/subscription/change-plan {plan}: to a
+// plan of DOCRENDER_SELF_SERVICE_PLANS only (403 otherwise; the operator
+// sets any plan with the admin API). The new limits apply to the next
+// reservation: a larger hosted limit frees hosting at once; files already
+// stored keep their expiry.
 func (s *Server) changePlan(c echo.Context) error {
 	var body struct {
 		Plan string `json:"plan"`
@@ -80,7 +82,7 @@ func (s *Server) changePlan(c echo.Context) error {
 	}
 	u := currentUser(c)
 	old := u.Plan
-	if err := s.acct.SetPlan(c.Request().Context(), u, body.Plan); err != nil {
+	if err := s.acct.ChoosePlan(c.Request().Context(), u, body.Plan); err != nil {
 		return err
 	}
 	logger(c).Info("plan changed", "user", u.ID, "from", old, "to", u.Plan)

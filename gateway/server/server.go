@@ -95,6 +95,7 @@ func (s *Server) routes() {
 	s.hostedRoutes(e)
 	s.batchRoutes(e)
 	s.toolRoutes(e)
+	s.adminRoutes(e)
 
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]any{"status": "ok"}) })
 	e.GET("/readyz", s.readyz)

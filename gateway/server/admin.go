@@ -1,0 +1,215 @@
+package server
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/docrender/docrender/gateway/account"
+	"github.com/docrender/docrender/pkg/apierr"
+	"github.com/docrender/docrender/pkg/pdfopts"
+	"github.com/docrender/docrender/pkg/state"
+)
+
+// adminRoutes are the operator's account routes (DESIGN §3), answering
+// Authorization: Bearer <DOCRENDER_ADMIN_TOKEN>. Without a token they do
+// not exist: 404 like any unknown path.
+func (s *Server) adminRoutes(e *echo.Echo) {
+	if s.Config.AdminToken == "" {
+		return
+	}
+	want := sha256.Sum256([]byte(s.Config.AdminToken))
+	admin := func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			// Hashes first: the comparison takes as long whatever the
+			// length of what was sent.
+			got := sha256.Sum256([]byte(bearer(c)))
+			if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+				if bearer(c) != "" {
+					logger(c).Warn("admin: wrong token", "ip", c.RealIP())
+				}
+				return apierr.Unauth("Admin token required: send Authorization: Bearer <DOCRENDER_ADMIN_TOKEN>.")
+			}
+			return next(c)
+		}
+	}
+	e.GET("/api/admin/accounts", s.adminListAccounts, admin)
+	e.PATCH("/api/admin/accounts/:id", s.adminPatchAccount, admin)
+}
+
+// adminAccount is an account as the operator sees it.
+type adminAccount struct {
+	ID        string     `json:"id"`
+	Email     string     `json:"email"`
+	Plan      string     `json:"plan"`
+	Disabled  bool       `json:"disabled"`
+	CreatedAt string     `json:"createdAt"`
+	Usage     adminUsage `json:"usage"`
+}
+
+// adminUsage is the account's usage this month, as GET /api/billing/usage.
+type adminUsage struct {
+	Period           string `json:"period"`
+	ConversionsUsed  int64  `json:"conversionsUsed"`
+	ConversionsLimit int64  `json:"conversionsLimit"`
+	HostedCount      int64  `json:"hostedCount"`
+	HostedLimit      int64  `json:"hostedLimit"`
+}
+
+func (s *Server) adminAccountOf(c echo.Context, u *account.User) (adminAccount, error) {
+	ctx := c.Request().Context()
+	off, err := s.acct.Disabled(ctx, u.ID)
+	if err != nil {
+		return adminAccount{}, err
+	}
+	used, err := s.acct.ConversionsUsed(ctx, u)
+	if err != nil {
+		return adminAccount{}, err
+	}
+	hosted, err := s.files.HostedCount(ctx, u.ID)
+	if err != nil {
+		return adminAccount{}, err
+	}
+	plan := s.acct.Plan(u.Plan)
+	return adminAccount{
+		ID: u.ID, Email: u.Email, Plan: plan.Name, Disabled: off, CreatedAt: isoTime(u.CreatedAt),
+		Usage: adminUsage{
+			Period: account.Period(time.Now()), ConversionsUsed: used, ConversionsLimit: plan.Conversions,
+			HostedCount: hosted, HostedLimit: plan.Hosted,
+		},
+	}, nil
+}
+
+// adminListAccounts is GET /api/admin/accounts?page=&limit=&email=: the
+// accounts newest first, paged like the hosted list. email= finds the one
+// account of that address (exact, case-insensitive), indexed or not.
+func (s *Server) adminListAccounts(c echo.Context) error {
+	page, err := pageParam(c, "page", defaultPage, 1<<20)
+	if err != nil {
+		return err
+	}
+	limit, err := pageParam(c, "limit", defaultLimit, maxLimit)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	var users []*account.User
+	var total int64
+	if q := c.QueryParams(); q.Has("email") {
+		u, err := s.acct.UserByEmail(ctx, q.Get("email"))
+		if err != nil {
+			return err
+		}
+		if u != nil {
+			total = 1
+			if page == 1 {
+				users = []*account.User{u}
+			}
+		}
+	} else if users, total, err = s.acct.Accounts(ctx, page, limit); err != nil {
+		return err
+	}
+	out := make([]adminAccount, 0, len(users))
+	for _, u := range users {
+		a, err := s.adminAccountOf(c, u)
+		if err != nil {
+			return err
+		}
+		out = append(out, a)
+	}
+	return c.JSON(http.StatusOK, map[string]any{
+		"success": true,
+		"data":    map[string]any{"accounts": out, "total": total},
+		"pagination": map[string]any{
+			"page": page, "limit": limit, "total": total, "totalPages": (total + int64(limit) - 1) / int64(limit),
+		},
+	})
+}
+
+// adminPatch is the body of PATCH /api/admin/accounts/:id; absent fields
+// stay as they are.
+type adminPatch struct {
+	Plan     *string `json:"plan"`
+	Disabled *bool   `json:"disabled"`
+}
+
+// adminPatchAccount is PATCH /api/admin/accounts/:id {plan?, disabled?}:
+// any plan (self-service or not); disabling stops the account's keys and
+// sessions at once, re-enabling restores them. Both are checked before
+// either is written.
+func (s *Server) adminPatchAccount(c echo.Context) error {
+	p, err := readAdminPatch(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	id := c.Param("id")
+	if len(id) > 100 {
+		// No account has such an ID; spare the store a key of any length.
+		return apierr.New(http.StatusNotFound, "Account not found.")
+	}
+	u, err := s.acct.User(ctx, id)
+	if errors.Is(err, state.ErrNotFound) {
+		return apierr.New(http.StatusNotFound, "Account not found.")
+	}
+	if err != nil {
+		return err
+	}
+	oldPlan := u.Plan
+	if p.Plan != nil {
+		if err := s.acct.SetPlan(ctx, u, *p.Plan); err != nil {
+			return err
+		}
+	}
+	if p.Disabled != nil {
+		if err := s.acct.SetDisabled(ctx, u, *p.Disabled); err != nil {
+			return err
+		}
+	}
+	logger(c).Info("admin: account changed", "user", u.ID, "from_plan", oldPlan, "plan", u.Plan, "disabled", p.Disabled)
+	a, err := s.adminAccountOf(c, u)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"success": true, "data": a})
+}
+
+// readAdminPatch decodes the patch; an unknown field is a 400 naming it
+// rather than a change silently not made ("disable": true, say).
+func readAdminPatch(c echo.Context) (*adminPatch, error) {
+	ct := strings.ToLower(c.Request().Header.Get(echo.HeaderContentType))
+	if !strings.HasPrefix(ct, "application/json") {
+		return nil, apierr.Bad("Expected a JSON body (Content-Type: application/json).")
+	}
+	data, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		return nil, err
+	}
+	var fields map[string]json.RawMessage
+	if err := pdfopts.Decode(data, &fields); err != nil {
+		return nil, err
+	}
+	var unknown []string
+	for k := range fields {
+		if k != "plan" && k != "disabled" {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return nil, apierr.Invalid(unknown[0], "unknown field; send plan and/or disabled")
+	}
+	var p adminPatch
+	if err := pdfopts.Decode(data, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
