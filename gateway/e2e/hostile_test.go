@@ -201,7 +201,7 @@ func TestHostileRequests(t *testing.T) {
 		{name: "file name not UTF-8", method: "POST", path: "/pdf/generate", auth: "key",
 			body: rawMultipart("zz", filePart("ind\xffex.html", simpleHTML)), status: 400, code: apierr.BadRequest, field: "files"},
 		{name: "merge file name not UTF-8", method: "POST", path: "/pdf/merge", auth: "key",
-			body: rawMultipart("zz", `Content-Disposition: form-data; name="files"; filename="a\xfe.pdf"`+"\r\nContent-Type: application/pdf\r\n\r\n"+string(pdf)), status: 400, code: apierr.BadRequest, field: "files"},
+			body: rawMultipart("zz", "Content-Disposition: form-data; name=\"files\"; filename=\"a\xfe.pdf\"\r\nContent-Type: application/pdf\r\n\r\n"+string(pdf)), status: 400, code: apierr.BadRequest, field: "files"},
 		{name: "file name of 1000 characters", method: "POST", path: "/pdf/generate", auth: "key",
 			body: rawMultipart("zz", filePart(strings.Repeat("a", 1000)+".html", simpleHTML)), status: 400, code: apierr.BadRequest},
 		{name: "1001 files", method: "POST", path: "/pdf/generate", auth: "key",
