@@ -125,13 +125,7 @@ func (s *Server) adminListAccounts(c echo.Context) error {
 		}
 		out = append(out, a)
 	}
-	return c.JSON(http.StatusOK, map[string]any{
-		"success": true,
-		"data":    map[string]any{"accounts": out, "total": total},
-		"pagination": map[string]any{
-			"page": page, "limit": limit, "total": total, "totalPages": (total + int64(limit) - 1) / int64(limit),
-		},
-	})
+	return paged(c, "accounts", out, total, page, limit)
 }
 
 // adminPatch is the body of PATCH /api/admin/accounts/:id; absent fields

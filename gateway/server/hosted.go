@@ -261,9 +261,15 @@ func (s *Server) listHosted(c echo.Context) error {
 		}
 		pdfs = append(pdfs, m)
 	}
+	return paged(c, "pdfs", pdfs, total, page, limit)
+}
+
+// paged answers one page of a list (spec 4.12's shape): the items under
+// name, the total, and the pagination.
+func paged(c echo.Context, name string, items any, total int64, page, limit int) error {
 	return c.JSON(http.StatusOK, map[string]any{
 		"success": true,
-		"data":    map[string]any{"pdfs": pdfs, "total": total},
+		"data":    map[string]any{name: items, "total": total},
 		"pagination": map[string]any{
 			"page": page, "limit": limit, "total": total, "totalPages": (total + int64(limit) - 1) / int64(limit),
 		},

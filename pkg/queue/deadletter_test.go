@@ -144,13 +144,6 @@ func TestJobThatKillsItsWorkersIsSettled(t *testing.T) {
 // A dead job's waiting client gets the dead handler's answer, on the
 // embedded server and on the oldest supported one (2.9 on this machine).
 func TestDeadJobAnswersItsClient(t *testing.T) {
-	servers := []struct {
-		name    string
-		connect func(testing.TB, int) *Conn
-	}{
-		{"embedded", embedded},
-		{"nats-server 2.9", machineNATS},
-	}
 	for _, srv := range servers {
 		t.Run(srv.name, func(t *testing.T) {
 			c := srv.connect(t, 100)

@@ -77,18 +77,21 @@ func machineNATS(t testing.TB, maxQueue int) *Conn {
 	return c
 }
 
+// servers are the NATS servers behaviour that depends on the server is
+// checked on: the embedded one and the oldest supported one.
+var servers = []struct {
+	name    string
+	connect func(testing.TB, int) *Conn
+}{
+	{"embedded", embedded},
+	{"nats-server 2.9", machineNATS},
+}
+
 // The stream's MaxMsgs with DiscardNew is the deployment's bound: the
 // publish past it is refused with ErrQueueFull, which the gateway turns
 // into 429 with Retry-After. The refusal's wording comes from the server,
 // so both the embedded server and the oldest supported one are asked.
 func TestQueueFull(t *testing.T) {
-	servers := []struct {
-		name    string
-		connect func(testing.TB, int) *Conn
-	}{
-		{"embedded", embedded},
-		{"nats-server 2.9", machineNATS},
-	}
 	for _, srv := range servers {
 		t.Run(srv.name, func(t *testing.T) {
 			c := srv.connect(t, 2)
