@@ -45,13 +45,14 @@ func New(ctx context.Context, cfg config.Config, q *queue.Conn, blobs blob.Store
 		return nil, fmt.Errorf("worker: egress proxy: %w", err)
 	}
 	pool, err := browser.Start(ctx, browser.Config{Bin: cfg.ChromiumPath, Proxy: proxy.Addr(), HomeURL: egress.HomeURL, Tabs: cfg.Workers, Log: log,
+		NoSandbox: cfg.ChromiumNoSandbox, User: cfg.ChromiumUser,
 		NewLane: func() (browser.Lane, error) { return proxy.NewLane() }})
 	if err != nil {
 		proxy.Close()
 		return nil, fmt.Errorf("worker: %w", err)
 	}
 	w := &Worker{cfg: cfg, q: q, blobs: blobs, log: log, proxy: proxy, pool: pool}
-	w.renderer = &render.Renderer{Blobs: blobs, Pool: pool, Proxy: proxy, Log: log,
+	w.renderer = &render.Renderer{Blobs: blobs, Pool: pool, Log: log,
 		// Inline QR codes (DESIGN §4.15), filled in before printing.
 		Hooks: []render.PageHook{render.QRCodes}}
 	w.batch = newBatchSupport(st, w)
@@ -64,6 +65,7 @@ func New(ctx context.Context, cfg config.Config, q *queue.Conn, blobs blob.Store
 func (w *Worker) Instrument(m *metrics.Metrics) {
 	w.metrics = m
 	m.WatchBrowserRestarts(w.pool.Restarts)
+	m.WatchChromiumSandbox(w.pool.Sandboxed)
 	m.WatchQueueDepth(w.q.Depth)
 }
 

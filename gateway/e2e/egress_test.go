@@ -38,21 +38,7 @@ func TestPagesCannotReachPrivateAddresses(t *testing.T) {
 	c := newClient(t, svc)
 	v4 := startCanary(t, "tcp4", "127.0.0.1:0")
 	v6 := startCanary(t, "tcp6", "[::1]:0")
-	p := v4.port
-	targets := []string{
-		"http://127.0.0.1:" + p + "/img",
-		"http://localhost:" + p + "/img",
-		"http://sub.localhost:" + p + "/img",
-		"http://127.1:" + p + "/short",
-		"http://2130706433:" + p + "/decimal",
-		"http://[::ffff:127.0.0.1]:" + p + "/mapped",
-		"http://[::1]:" + v6.port + "/v6",
-		"https://127.0.0.1:" + p + "/tls",
-		"ws://127.0.0.1:" + p + "/ws",
-		"http://169.254.169.254/latest/meta-data/",
-		"http://[fd00:ec2::254]/latest/meta-data/",
-		"http://10.0.0.1:" + p + "/private",
-	}
+	targets := privateTargets(v4.port, v6.port)
 	var b strings.Builder
 	b.WriteString(`<!doctype html><body><p>START</p>`)
 	for i, u := range targets {

@@ -199,6 +199,23 @@ func (m *Metrics) WatchBrowserRestarts(restarts func() int64) {
 	}, func() float64 { return float64(restarts()) }))
 }
 
+// WatchChromiumSandbox exports whether the worker's Chromium runs with its
+// sandbox (1) or without it, as DOCRENDER_CHROMIUM_NO_SANDBOX allows (0).
+func (m *Metrics) WatchChromiumSandbox(on func() bool) {
+	if m == nil || !m.first("chromium_sandbox") {
+		return
+	}
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "docrender_chromium_sandbox",
+		Help: "1 when Chromium runs with its sandbox, 0 when DOCRENDER_CHROMIUM_NO_SANDBOX turned it off.",
+	}, func() float64 {
+		if on() {
+			return 1
+		}
+		return 0
+	}))
+}
+
 func (m *Metrics) first(name string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -7,12 +7,17 @@
 // what a bare loop of go-rod does, and as no script ever runs there, the
 // next job finds nothing of it but a document it replaces. A page with
 // scripts gets an origin of its own (Tab.Navigate); after it the tab goes
-// home again with its history, window name, that origin's storage and the
-// context's cookies cleared. A tab whose page reached anything beyond its own
+// home again with its history, window name, that origin's and the home
+// origin's storage and the context's cookies cleared. A tab whose page reached anything beyond its own
 // uploads (another origin could hold state), failed, timed out, or opened
 // other targets gets its whole browser context thrown away and a fresh one,
 // prepared off the hot path. A watchdog relaunches a browser that crashed or
 // stopped answering.
+//
+// Chromium runs with its sandbox (DESIGN §5), as an unprivileged user when
+// the worker is root (Chromium refuses its sandbox to root); without the
+// sandbox only when DOCRENDER_CHROMIUM_NO_SANDBOX says so, never as a
+// fallback (launch.go).
 package browser
 
 import (
@@ -29,7 +34,6 @@ import (
 	"time"
 
 	"github.com/go-rod/rod"
-	"github.com/go-rod/rod/lib/launcher"
 	"github.com/go-rod/rod/lib/proto"
 )
 
@@ -59,7 +63,12 @@ type Config struct {
 	// HomeURL is the blank page tabs wait on; Tab.Open writes documents
 	// into it. It must be served through the proxy.
 	HomeURL string
-	Log     *slog.Logger
+	// NoSandbox runs Chromium without its sandbox (DOCRENDER_CHROMIUM_NO_SANDBOX).
+	NoSandbox bool
+	// User is the account Chromium runs as when the worker runs as root
+	// (DOCRENDER_CHROMIUM_USER; "nobody" when empty).
+	User string
+	Log  *slog.Logger
 }
 
 // maxJobsPerContext bounds how long one context lives, so whatever a
@@ -67,9 +76,9 @@ type Config struct {
 const maxJobsPerContext = 100
 
 type instance struct {
-	gen      int64
-	launcher *launcher.Launcher
-	browser  *rod.Browser
+	gen     int64
+	proc    *process
+	browser *rod.Browser
 }
 
 // slot is one warm tab with its lane. The lane outlives the contexts.
@@ -100,9 +109,8 @@ type Pool struct {
 	opened   atomic.Int64
 	stop     chan struct{}
 	wg       sync.WaitGroup
-	// noSandbox: Chromium's sandbox is off (running as root, where Chromium
-	// refuses it, or where it could not start; see Start).
-	noSandbox bool
+	// acct is who Chromium runs as; nil: the worker's own user.
+	acct *account
 }
 
 const debianHeadlessShell = "/usr/lib/chromium/chromium-headless-shell"
@@ -141,16 +149,17 @@ func Start(ctx context.Context, cfg Config) (*Pool, error) {
 	if cfg.Tabs < 1 {
 		cfg.Tabs = 1
 	}
-	p := &Pool{cfg: cfg, ready: make(chan *slot, cfg.Tabs), stop: make(chan struct{}), noSandbox: os.Geteuid() == 0}
-	inst, err := p.launch(1)
-	if err != nil && !p.noSandbox {
-		// The sandbox needs user namespaces, which some container runtimes
-		// (Docker's default seccomp profile) refuse. Every page still goes
-		// through the egress proxy in a context of its own; say so loudly.
-		cfg.Log.Warn("chromium failed to start with its sandbox; starting it without (allow user namespaces to keep the sandbox)", "err", err)
-		p.noSandbox = true
-		inst, err = p.launch(1)
+	acct, err := chromiumAccount(cfg.User)
+	if err != nil {
+		return nil, err
 	}
+	p := &Pool{cfg: cfg, ready: make(chan *slot, cfg.Tabs), stop: make(chan struct{}), acct: acct}
+	if cfg.NoSandbox {
+		cfg.Log.Warn("chromium runs WITHOUT its sandbox (" + NoSandboxVar + "=true): a page that exploits a renderer bug gets the browser's rights")
+	}
+	// Without its sandbox allowed off, a Chromium that cannot get it fails
+	// here and the worker does not start: never a silent fallback.
+	inst, err := p.launch(1)
 	if err != nil {
 		return nil, err
 	}
@@ -175,42 +184,29 @@ func Start(ctx context.Context, cfg Config) (*Pool, error) {
 }
 
 func (p *Pool) launch(gen int64) (*instance, error) {
-	l := launcher.New().
-		Bin(p.cfg.Bin).
-		Headless(true).
-		Set("disable-gpu").
-		Set("disable-quic").
-		Set("disable-component-update").
-		Set("disable-extensions").
-		Set("hide-scrollbars").
-		Set("mute-audio").
-		// Popups would be targets that outlive their job.
-		Delete("disable-popup-blocking").
-		Set("no-default-browser-check").
-		Set("proxy-server", "http://"+p.cfg.Proxy).
-		// Route loopback through the proxy too; by default Chromium bypasses it.
-		Set("proxy-bypass-list", "<-loopback>").
-		// Nothing but the proxy: no WebRTC UDP around it.
-		Set("force-webrtc-ip-handling-policy").
-		Set("webrtc-ip-handling-policy", "disable_non_proxied_udp")
-	// As root Chromium refuses its sandbox; otherwise keep it (rod's
-	// launcher would drop it by default inside containers).
-	l = l.NoSandbox(p.noSandbox)
-	u, err := l.Launch()
+	proc, ws, err := startChromium(p.cfg.Bin, chromiumArgs(p.cfg.Proxy, !p.cfg.NoSandbox), p.acct)
 	if err != nil {
-		l.Kill()
-		l.Cleanup()
-		return nil, fmt.Errorf("browser: launch %s: %w", p.cfg.Bin, err)
+		if !p.cfg.NoSandbox && strings.Contains(strings.ToLower(err.Error()), "sandbox") {
+			return nil, fmt.Errorf("%w; %s", err, sandboxHelp(p.acct))
+		}
+		return nil, err
 	}
-	b := rod.New().ControlURL(u)
+	b := rod.New().ControlURL(ws)
 	if err := b.Connect(); err != nil {
-		l.Kill()
-		l.Cleanup()
+		proc.Kill()
+		proc.Cleanup()
 		return nil, fmt.Errorf("browser: connect: %w", err)
 	}
-	p.cfg.Log.Info("chromium started", "pid", l.PID(), "generation", gen)
-	return &instance{gen: gen, launcher: l, browser: b}, nil
+	user := "self"
+	if p.acct != nil {
+		user = p.acct.name
+	}
+	p.cfg.Log.Info("chromium started", "pid", proc.PID(), "generation", gen, "sandbox", !p.cfg.NoSandbox, "user", user)
+	return &instance{gen: gen, proc: proc, browser: b}, nil
 }
+
+// Sandboxed reports whether Chromium runs with its sandbox.
+func (p *Pool) Sandboxed() bool { return !p.cfg.NoSandbox }
 
 func (p *Pool) current() *instance {
 	p.mu.Lock()
@@ -219,7 +215,7 @@ func (p *Pool) current() *instance {
 }
 
 // PID is the running Chromium's process ID (tests kill it).
-func (p *Pool) PID() int { return p.current().launcher.PID() }
+func (p *Pool) PID() int { return p.current().proc.PID() }
 
 // Restarts counts relaunches since start.
 func (p *Pool) Restarts() int64 { return p.restarts.Load() }
@@ -375,7 +371,9 @@ func (p *Pool) checkHome(s *slot) error {
 }
 
 // clean takes a tab that ran scripts back home: scripts off, no history, no
-// window name, no storage of the job's origin, no cookies. Anything else
+// window name, no storage of the job's origin nor of the home origin (no
+// job's script runs there, egress sees to it: this is the belt to those
+// braces), no cookies. Anything else
 // left in the context (popups, workers) makes it fail, and the context is
 // renewed instead.
 func (p *Pool) clean(s *slot, inst *instance) error {
@@ -403,10 +401,13 @@ func (p *Pool) clean(s *slot, inst *instance) error {
 	if _, err := (proto.RuntimeEvaluate{Expression: "window.name = ''"}).Call(page); err != nil {
 		return fmt.Errorf("window name: %w", err)
 	}
-	if u, err := url.Parse(info.TargetInfo.URL); err == nil && u.Host != "" {
-		origin := u.Scheme + "://" + u.Host
-		if err := (proto.StorageClearDataForOrigin{Origin: origin, StorageTypes: "all"}).Call(page); err != nil {
-			return fmt.Errorf("clear origin: %w", err)
+	origins := []string{origin(p.cfg.HomeURL)}
+	if o := origin(info.TargetInfo.URL); o != "" && o != origins[0] {
+		origins = append(origins, o)
+	}
+	for _, o := range origins {
+		if err := (proto.StorageClearDataForOrigin{Origin: o, StorageTypes: "all"}).Call(page); err != nil {
+			return fmt.Errorf("clear origin %s: %w", o, err)
 		}
 	}
 	if err := (proto.StorageClearCookies{BrowserContextID: s.ctxID}).Call(b); err != nil {
@@ -426,6 +427,15 @@ func (p *Pool) clean(s *slot, inst *instance) error {
 	}
 	s.scripted = false
 	return nil
+}
+
+// origin is the scheme://host of an http(s) URL, "" for any other.
+func origin(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
 }
 
 // Tab runs fn on a warm isolated tab. If the browser dies or hangs meanwhile,
@@ -462,9 +472,9 @@ func (p *Pool) relaunch(inst *instance) {
 	if p.cur != inst {
 		return // someone else already did
 	}
-	p.cfg.Log.Warn("chromium unresponsive, relaunching", "pid", inst.launcher.PID(), "generation", inst.gen)
-	inst.launcher.Kill()
-	inst.launcher.Cleanup()
+	p.cfg.Log.Warn("chromium unresponsive, relaunching", "pid", inst.proc.PID(), "generation", inst.gen)
+	inst.proc.Kill()
+	inst.proc.Cleanup()
 	for {
 		next, err := p.launch(inst.gen + 1)
 		if err == nil {
@@ -515,6 +525,6 @@ func (p *Pool) Close() {
 	}
 	inst := p.current()
 	_ = inst.browser.Close()
-	inst.launcher.Kill()
-	inst.launcher.Cleanup()
+	inst.proc.Kill()
+	inst.proc.Cleanup()
 }

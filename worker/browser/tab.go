@@ -24,6 +24,9 @@ type Tab struct {
 // Page is the tab's page, bound to the job's context.
 func (t *Tab) Page() *rod.Page { return t.s.page.Context(t.ctx) }
 
+// Lane is the tab's own way out: what the job's page may load is served there.
+func (t *Tab) Lane() Lane { return t.s.lane }
+
 // Navigate loads url with scripts on. The tab is cleaned after the job.
 func (t *Tab) Navigate(url string) error {
 	t.s.scripted = true

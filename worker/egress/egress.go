@@ -4,6 +4,12 @@
 // check in a proxy rather than in request interception covers every path
 // out of Chromium (subresources, iframes in other processes, fetch, redirects,
 // WebSockets via CONNECT) with no per-request round trip over CDP.
+//
+// A job's files belong to the job: each tab talks through a lane of its
+// own, and a lane serves only the files of the job its tab is running
+// (Lane.Serve), so a page that learns another job's token (from a Referer,
+// say) still gets nothing of it. Bundle hosts answer with no-referrer, and
+// a Referer or Origin naming one is dropped from what the proxy forwards.
 package egress
 
 import (
@@ -20,7 +26,6 @@ import (
 	"net/url"
 	"path"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,8 +36,9 @@ import (
 const bundleSuffix = ".bundle.docrender.internal"
 
 // homeHost is where tabs wait between jobs, and where a page printed
-// without scripts is opened: its bundle is under /<token>/ there. The host
-// never stores anything, as no script runs on it.
+// without scripts is opened: its bundle is under /<token>/ there, for that
+// job's lane only. No script of a job ever runs on it: a job with scripts
+// is never served its files there.
 const homeHost = "home" + bundleSuffix
 
 // HomeURL is the blank page of homeHost.
@@ -44,13 +50,12 @@ const homePage = "<!doctype html><html><head><meta charset=\"utf-8\"></head><bod
 // Bundle is a job's uploaded files by relative path.
 type Bundle map[string][]byte
 
-// Proxy is the filtering proxy.
+// Proxy is the filtering proxy. Its own address (the browser-wide default)
+// serves no job's files; a tab's lane serves its job's.
 type Proxy struct {
 	policy    *netguard.Policy
 	transport *http.Transport
 	log       *slog.Logger
-	mu        sync.RWMutex
-	bundles   map[string]Bundle
 	ln        net.Listener
 	srv       *http.Server
 }
@@ -61,7 +66,7 @@ func Start(policy *netguard.Policy, log *slog.Logger) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{policy: policy, log: log, bundles: map[string]Bundle{}, ln: ln}
+	p := &Proxy{policy: policy, log: log, ln: ln}
 	p.transport = &http.Transport{
 		DialContext:           policy.DialContext,
 		ForceAttemptHTTP2:     true,
@@ -70,7 +75,9 @@ func Start(policy *netguard.Policy, log *slog.Logger) (*Proxy, error) {
 		TLSHandshakeTimeout:   10 * time.Second,
 		ResponseHeaderTimeout: 30 * time.Second,
 	}
-	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
+	p.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.serve(w, r, nil)
+	})}
 	go p.srv.Serve(ln)
 	return p, nil
 }
@@ -103,22 +110,6 @@ func (s Site) HomeURL(name string) string {
 	return HomeURL + s.token + "/" + EscapePath(name)
 }
 
-// Register serves b under a fresh unguessable token and returns where, and
-// a function that unregisters it.
-func (p *Proxy) Register(b Bundle) (Site, func()) {
-	tok := make([]byte, 16)
-	rand.Read(tok)
-	site := Site{token: hex.EncodeToString(tok)}
-	p.mu.Lock()
-	p.bundles[site.token] = b
-	p.mu.Unlock()
-	return site, func() {
-		p.mu.Lock()
-		delete(p.bundles, site.token)
-		p.mu.Unlock()
-	}
-}
-
 // EscapePath escapes each segment of a bundle file name for a URL path.
 func EscapePath(p string) string {
 	parts := strings.Split(p, "/")
@@ -128,14 +119,26 @@ func EscapePath(p string) string {
 	return strings.Join(parts, "/")
 }
 
-// Lane is a listener of its own for one browser tab. It notes whether the
-// tab reached anything beyond its job's uploads, which decides whether the
-// tab's browser context can serve the next job or must be thrown away.
+// Lane is a listener of its own for one browser tab. It serves the files of
+// the job its tab runs, and notes whether the tab reached anything beyond
+// them, which decides whether the tab's browser context can serve the next
+// job or must be thrown away.
 type Lane struct {
 	p       *Proxy
 	ln      net.Listener
 	srv     *http.Server
 	foreign atomic.Bool
+	job     atomic.Pointer[job]
+}
+
+// job is what a lane serves for the job on its tab.
+type job struct {
+	token string
+	files Bundle
+	// written: the page is opened on the home origin with scripts off
+	// (browser.Tab.Open), its files under HomeURL/<token>/; otherwise it
+	// runs scripts on its own host, b<token>.
+	written bool
 }
 
 // NewLane opens a lane on a fresh loopback port.
@@ -146,13 +149,27 @@ func (p *Proxy) NewLane() (*Lane, error) {
 	}
 	l := &Lane{p: p, ln: ln}
 	l.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !p.isBundle(r) {
+		if !isBundle(r) {
 			l.foreign.Store(true)
 		}
-		p.ServeHTTP(w, r)
+		p.serve(w, r, l.job.Load())
 	})}
 	go l.srv.Serve(ln)
 	return l, nil
+}
+
+// Serve makes the lane serve b, under a fresh unguessable token, to the job
+// its tab runs now, until the returned function is called; then the lane
+// serves no job's files again. written is how the page is loaded: written
+// into the home document with scripts off (its files only under
+// Site.HomeURL), or navigated to with scripts on (only under Site.URL).
+// One job at a time: a lane's tab runs one.
+func (l *Lane) Serve(b Bundle, written bool) (Site, func()) {
+	tok := make([]byte, 16)
+	rand.Read(tok)
+	j := &job{token: hex.EncodeToString(tok), files: b, written: written}
+	l.job.Store(j)
+	return Site{token: j.token}, func() { l.job.CompareAndSwap(j, nil) }
 }
 
 // Addr is the lane's host:port for the browser context's proxy setting.
@@ -167,15 +184,13 @@ func (l *Lane) Reset() { l.foreign.Store(false) }
 // Close stops the lane.
 func (l *Lane) Close() error { return l.srv.Close() }
 
-func (p *Proxy) isBundle(r *http.Request) bool {
-	host := r.URL.Hostname()
-	if r.Method == http.MethodConnect {
-		host, _, _ = net.SplitHostPort(r.Host)
-	}
-	return r.Method != http.MethodConnect && strings.HasSuffix(strings.ToLower(host), bundleSuffix)
+func isBundle(r *http.Request) bool {
+	return r.Method != http.MethodConnect && strings.HasSuffix(strings.ToLower(r.URL.Hostname()), bundleSuffix)
 }
 
-func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// serve answers one proxy request; j is the job whose files may be served
+// (nil: none).
+func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, j *job) {
 	if r.Method == http.MethodConnect {
 		p.connect(w, r)
 		return
@@ -186,7 +201,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	host := strings.ToLower(r.URL.Hostname())
 	if strings.HasSuffix(host, bundleSuffix) {
-		p.serveBundle(w, r, host)
+		serveBundle(w, r, host, j)
 		return
 	}
 	if r.URL.Scheme != "http" {
@@ -196,29 +211,32 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.forward(w, r)
 }
 
-func (p *Proxy) serveBundle(w http.ResponseWriter, r *http.Request, host string) {
+// serveBundle serves the home page, or a file of j where j's page may load
+// it: under HomeURL/<token>/ for a written page, on b<token> for one with
+// scripts. Nothing there ever sends a Referer naming its host.
+func serveBundle(w http.ResponseWriter, r *http.Request, host string, j *job) {
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	w.Header().Set("Cache-Control", "no-store")
 	name := strings.TrimPrefix(path.Clean("/"+r.URL.Path), "/")
 	if u, err := url.PathUnescape(name); err == nil {
 		name = u
 	}
 	token, ok := strings.CutPrefix(strings.TrimSuffix(host, bundleSuffix), "b")
+	written := false
 	if host == homeHost {
 		if name == "" {
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
-			w.Header().Set("Cache-Control", "no-store")
 			io.WriteString(w, homePage)
 			return
 		}
 		token, name, ok = strings.Cut(name, "/")
+		written = true
 	}
-	p.mu.RLock()
-	b, found := p.bundles[token]
-	p.mu.RUnlock()
-	if !ok || !found {
+	if !ok || j == nil || j.written != written || token != j.token {
 		http.NotFound(w, r)
 		return
 	}
-	data, ok := b[name]
+	data, ok := j.files[name]
 	if !ok {
 		http.NotFound(w, r)
 		return
@@ -228,7 +246,6 @@ func (p *Proxy) serveBundle(w http.ResponseWriter, r *http.Request, host string)
 		ct = http.DetectContentType(data)
 	}
 	w.Header().Set("Content-Type", ct)
-	w.Header().Set("Cache-Control", "no-store")
 	w.Write(data)
 }
 
@@ -246,6 +263,16 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
 	out.RequestURI = ""
 	for _, h := range hopHeaders {
 		out.Header.Del(h)
+	}
+	// A page may ask for a full Referer (a referrer policy of its own); a
+	// job's address is nobody else's business.
+	for _, h := range []string{"Referer", "Origin"} {
+		for _, v := range out.Header.Values(h) {
+			if strings.Contains(strings.ToLower(v), bundleSuffix) {
+				out.Header.Del(h)
+				break
+			}
+		}
 	}
 	resp, err := p.transport.RoundTrip(out)
 	if err != nil {

@@ -61,7 +61,7 @@ func testRenderer(t testing.TB, hooks ...PageHook) *Renderer {
 	if poolErr != nil {
 		t.Fatal(poolErr)
 	}
-	return &Renderer{Pool: testPool, Proxy: testProxy, Hooks: hooks}
+	return &Renderer{Pool: testPool, Hooks: hooks}
 }
 
 var a4 = &jobspb.Page{WidthIn: 8.27, HeightIn: 11.69, MarginTopIn: 0.4, MarginRightIn: 0.4, MarginBottomIn: 0.4, MarginLeftIn: 0.4}

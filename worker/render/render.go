@@ -38,8 +38,9 @@ type PageHook struct {
 // Renderer renders HTML bundles.
 type Renderer struct {
 	Blobs blob.Store
+	// Pool's tabs must talk through egress lanes (*egress.Lane), which
+	// serve each job's files to its own tab only.
 	Pool  *browser.Pool
-	Proxy *egress.Proxy
 	Hooks []PageHook
 	// Log receives per-step timings at debug level; nil discards them.
 	Log *slog.Logger
@@ -73,8 +74,6 @@ func LoadBundle(ctx context.Context, blobs blob.Store, prefix string, files []st
 // Render prints the job's entry page to PDF bytes. timeout bounds loading
 // and printing together.
 func (r *Renderer) Render(ctx context.Context, b egress.Bundle, entry string, page *jobspb.Page, timeout time.Duration) ([]byte, error) {
-	site, unregister := r.Proxy.Register(b)
-	defer unregister()
 	html, static := withoutScripts(b, entry)
 
 	selectors := make([]string, len(r.Hooks))
@@ -89,6 +88,12 @@ func (r *Renderer) Render(ctx context.Context, b egress.Bundle, entry string, pa
 	var tabAt, loadedAt, hooksAt time.Duration
 	err := r.Pool.Tab(ctx, func(t *browser.Tab) error {
 		tabAt = time.Since(start)
+		lane, ok := t.Lane().(fileServer)
+		if !ok {
+			return fmt.Errorf("render: tab lane %T serves no files", t.Lane())
+		}
+		site, unserve := lane.Serve(b, static)
+		defer unserve()
 		p := t.Page()
 		var matched []bool
 		if static {
@@ -136,6 +141,11 @@ func (r *Renderer) Render(ctx context.Context, b egress.Bundle, entry string, pa
 		return nil, err
 	}
 	return out, nil
+}
+
+// fileServer is a tab's lane that serves the job's files (*egress.Lane).
+type fileServer interface {
+	Serve(b egress.Bundle, written bool) (egress.Site, func())
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

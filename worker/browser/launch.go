@@ -1,0 +1,284 @@
+package browser
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// NoSandboxVar is the setting that lets Chromium run without its sandbox.
+const NoSandboxVar = "DOCRENDER_CHROMIUM_NO_SANDBOX"
+
+// startTimeout bounds a launch: Chromium prints its DevTools address within
+// a second or two when it starts at all.
+const startTimeout = 30 * time.Second
+
+// account is who Chromium runs as; nil means the worker's own user.
+type account struct {
+	name     string
+	uid, gid uint32
+}
+
+// chromiumAccount is the account Chromium runs as. Chromium refuses its
+// sandbox to root, so a worker running as root starts it as name (an
+// unprivileged account, "nobody" by default) instead; any other worker
+// starts it as itself.
+func chromiumAccount(name string) (*account, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	if name == "" {
+		name = "nobody"
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("browser: DOCRENDER_CHROMIUM_USER %q: %w", name, err)
+	}
+	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, fmt.Errorf("browser: DOCRENDER_CHROMIUM_USER %q: %w", name, err)
+	}
+	return &account{name: name, uid: uint32(uid), gid: uint32(gid)}, nil
+}
+
+// process is one running Chromium: a process group of its own, with a
+// directory of its own as its home, profile and temporary files.
+type process struct {
+	cmd    *exec.Cmd
+	dir    string
+	exited chan struct{}
+}
+
+// startChromium runs bin with args as acct (nil: as the worker) and returns
+// the process and its DevTools WebSocket address.
+func startChromium(bin string, args []string, acct *account) (*process, string, error) {
+	dir, err := os.MkdirTemp("", "docrender-chromium-")
+	if err != nil {
+		return nil, "", fmt.Errorf("browser: profile dir: %w", err)
+	}
+	attr := &syscall.SysProcAttr{
+		// Kill reaches the whole tree (zygotes, renderers, GPU process).
+		Setpgid: true,
+		// A worker that dies without Close takes its browser along.
+		Pdeathsig: syscall.SIGKILL,
+	}
+	if acct != nil {
+		if err := os.Chown(dir, int(acct.uid), int(acct.gid)); err != nil {
+			os.RemoveAll(dir)
+			return nil, "", fmt.Errorf("browser: profile dir for %s: %w", acct.name, err)
+		}
+		attr.Credential = &syscall.Credential{Uid: acct.uid, Gid: acct.gid, Groups: []uint32{}}
+	}
+	cmd := exec.Command(bin, append(args, "--user-data-dir="+filepath.Join(dir, "profile"))...)
+	cmd.Dir = dir
+	cmd.Env = chromiumEnv(dir)
+	cmd.SysProcAttr = attr
+	// A pipe of our own rather than StderrPipe: Wait must not close it while
+	// the address or an error is being read.
+	r, w, err := os.Pipe()
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, "", err
+	}
+	cmd.Stderr = w
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		r.Close()
+		os.RemoveAll(dir)
+		return nil, "", fmt.Errorf("browser: start %s: %w", bin, err)
+	}
+	p := &process{cmd: cmd, dir: dir, exited: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		close(p.exited)
+	}()
+	found, drained := make(chan string, 1), make(chan struct{})
+	tail := &lines{}
+	go func() {
+		defer close(drained)
+		defer r.Close()
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			if m := devtoolsRe.FindStringSubmatch(line); m != nil {
+				found <- m[1]
+				break
+			}
+			tail.add(line)
+		}
+		// Keep draining: a full pipe would block Chromium's logging.
+		io.Copy(io.Discard, r)
+	}()
+	select {
+	case u := <-found:
+		return p, u, nil
+	case <-p.exited:
+		select {
+		case <-drained: // all it printed, its children gone too
+		case <-time.After(2 * time.Second):
+		}
+		p.Kill()
+		p.Cleanup()
+		return nil, "", fmt.Errorf("browser: %s exited at start (%s): %s", bin, cmd.ProcessState, tail)
+	case <-time.After(startTimeout):
+		p.Kill()
+		p.Cleanup()
+		return nil, "", fmt.Errorf("browser: %s printed no DevTools address in %s: %s", bin, startTimeout, tail)
+	}
+}
+
+var devtoolsRe = regexp.MustCompile(`^DevTools listening on (ws://\S+)`)
+
+// chromiumEnv is the environment Chromium gets: enough to find its
+// libraries, fonts and locale, with dir as its home and temporary folder,
+// and none of the worker's credentials.
+func chromiumEnv(dir string) []string {
+	env := []string{"HOME=" + dir, "TMPDIR=" + dir, "XDG_CONFIG_HOME=" + filepath.Join(dir, ".config"),
+		"XDG_CACHE_HOME=" + filepath.Join(dir, ".cache")}
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case k == "PATH", k == "LANG", k == "LANGUAGE", k == "TZ", k == "LD_LIBRARY_PATH",
+			strings.HasPrefix(k, "LC_"), strings.HasPrefix(k, "FONTCONFIG_"):
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// PID is the browser process's ID.
+func (p *process) PID() int { return p.cmd.Process.Pid }
+
+// Kill kills the browser and every process it started.
+func (p *process) Kill() {
+	_ = syscall.Kill(-p.PID(), syscall.SIGKILL)
+	_ = p.cmd.Process.Kill()
+}
+
+// Cleanup waits for the killed browser to exit, then removes its directory.
+func (p *process) Cleanup() {
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+	}
+	_ = os.RemoveAll(p.dir)
+}
+
+// lines keeps the last few lines Chromium printed, for errors.
+type lines struct {
+	mu  sync.Mutex
+	buf []string
+}
+
+func (l *lines) add(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.buf) == 12 {
+		l.buf = l.buf[1:]
+	}
+	l.buf = append(l.buf, s)
+}
+
+func (l *lines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.buf, " | ")
+}
+
+// sandboxHelp explains, for a launch with the sandbox that failed, what the
+// sandbox needs and which of it this machine lacks.
+func sandboxHelp(acct *account) string {
+	var missing []string
+	if acct != nil && acct.uid == 0 {
+		missing = append(missing, "DOCRENDER_CHROMIUM_USER is root, to whom Chromium refuses its sandbox")
+	}
+	read := func(path string) string {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(string(b))
+	}
+	if read("/proc/sys/user/max_user_namespaces") == "0" {
+		missing = append(missing, "user namespaces are off (user.max_user_namespaces=0)")
+	}
+	if read("/proc/sys/kernel/unprivileged_userns_clone") == "0" {
+		missing = append(missing, "unprivileged user namespaces are off (kernel.unprivileged_userns_clone=0)")
+	}
+	if read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1" {
+		missing = append(missing, "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1)")
+	}
+	if len(missing) == 0 {
+		missing = append(missing, "if the sandbox is what failed: unprivileged user namespaces are not allowed here (a container's seccomp profile may refuse clone/unshare with CLONE_NEWUSER)")
+	}
+	return "Chromium's sandbox needs unprivileged user namespaces and a non-root user; " + strings.Join(missing, "; ") +
+		". Allow them (deploy/README.md), or set " + NoSandboxVar + "=true to run Chromium without its sandbox"
+}
+
+// chromiumArgs are Chromium's switches; --user-data-dir is added at start.
+func chromiumArgs(proxy string, sandbox bool) []string {
+	args := []string{
+		"--headless",
+		"--remote-debugging-port=0",
+		"--no-first-run",
+		"--no-startup-window",
+		"--no-default-browser-check",
+		"--disable-gpu",
+		"--disable-quic",
+		"--disable-component-update",
+		"--disable-extensions",
+		"--disable-background-networking",
+		"--disable-background-timer-throttling",
+		"--disable-backgrounding-occluded-windows",
+		"--disable-breakpad",
+		"--disable-client-side-phishing-detection",
+		"--disable-component-extensions-with-background-pages",
+		"--disable-default-apps",
+		"--disable-dev-shm-usage",
+		"--disable-hang-monitor",
+		"--disable-ipc-flooding-protection",
+		"--disable-prompt-on-repost",
+		"--disable-renderer-backgrounding",
+		"--disable-sync",
+		"--disable-features=site-per-process,TranslateUI",
+		"--disable-site-isolation-trials",
+		"--enable-features=NetworkService,NetworkServiceInProcess",
+		"--enable-automation",
+		"--force-color-profile=srgb",
+		"--metrics-recording-only",
+		"--use-mock-keychain",
+		"--hide-scrollbars",
+		"--mute-audio",
+		// Every request goes to the egress proxy, loopback included (by
+		// default Chromium bypasses proxies for it).
+		"--proxy-server=http://" + proxy,
+		"--proxy-bypass-list=<-loopback>",
+		// WebRTC may use only the proxy: no UDP (STUN, TURN, host
+		// candidates) and TURN over TCP through the proxy, whose rules
+		// refuse what they refuse to any request. Without a value the
+		// switch sets the default policy, which sends STUN anywhere.
+		"--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+		// Chromium itself never needs a name resolved (the proxy resolves,
+		// under its rules): a DNS query from it, a prefetch say, could only
+		// carry data out. The proxy's own address is the exception.
+		"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+	}
+	if !sandbox {
+		args = append(args, "--no-sandbox")
+	}
+	return args
+}
