@@ -223,10 +223,11 @@ func sandboxHelp(acct *account) string {
 		missing = append(missing, "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1)")
 	}
 	if len(missing) == 0 {
-		missing = append(missing, "if the sandbox is what failed: unprivileged user namespaces are not allowed here (a container's seccomp profile may refuse clone/unshare with CLONE_NEWUSER)")
+		missing = append(missing, "this kernel allows user namespaces, so something refuses them to Chromium: "+
+			"a container's seccomp profile (Docker's and containerd's defaults refuse clone and unshare of user namespaces) or AppArmor")
 	}
-	return "Chromium's sandbox needs unprivileged user namespaces and a non-root user; " + strings.Join(missing, "; ") +
-		". Allow them (deploy/README.md), or set " + NoSandboxVar + "=true to run Chromium without its sandbox"
+	return "Chromium could not get its sandbox, which needs a non-root user and unprivileged user namespaces: " +
+		strings.Join(missing, "; ") + ". See deploy/README.md, or set " + NoSandboxVar + "=true to run Chromium without its sandbox"
 }
 
 // chromiumArgs are Chromium's switches; --user-data-dir is added at start.
