@@ -29,8 +29,10 @@ RUN apt-get update \
       chromium fonts-liberation2 fonts-noto-core fonts-noto-cjk fonts-noto-color-emoji \
       ca-certificates tini \
  && rm -rf /var/lib/apt/lists/*
-# Not root: Chromium then keeps its sandbox (it needs user namespaces; see
-# deploy/README.md). HOME is writable for Chromium's profile directories.
+# Not root (as root the worker would start Chromium as
+# DOCRENDER_CHROMIUM_USER, as Chromium refuses its sandbox to root). The
+# sandbox needs unprivileged user namespaces, which the default seccomp
+# profiles of Docker and containerd refuse: see deploy/README.md.
 RUN useradd --system --uid 10001 --user-group --create-home --home-dir /home/docrender docrender
 COPY --from=build /out/worker /usr/local/bin/worker
 ENV DOCRENDER_CHROMIUM_PATH=/usr/bin/chromium \
