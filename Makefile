@@ -2,7 +2,9 @@
 SHELL := /bin/bash
 CACHE ?= $(HOME)/.cache/docrender
 export PATH := $(CACHE)/bin:$(PATH)
-MODULES := ./pkg/... ./proto/... ./worker/... ./gateway/...
+MODULES := ./pkg/... ./proto/... ./worker/... ./gateway/... ./e2e/... ./bench/...
+# Each module builds on its own too (GOWORK=off), as a user of one would.
+MODULE_DIRS := proto pkg worker gateway e2e bench
 # deploy/validate is a module of its own outside go.work (its tools stay out
 # of the service's dependencies): run it with GOWORK=off from its folder.
 DEPLOY := cd deploy/validate && GOWORK=off
@@ -20,9 +22,10 @@ run: setup build
 	bin/gateway
 
 lint:
-	@test -z "$$(gofmt -l pkg proto worker gateway)" || { gofmt -l pkg proto worker gateway; echo "gofmt needed"; exit 1; }
+	@test -z "$$(gofmt -l $(MODULE_DIRS))" || { gofmt -l $(MODULE_DIRS); echo "gofmt needed"; exit 1; }
 	go vet $(MODULES)
 	staticcheck $(MODULES)
+	@set -e; for m in $(MODULE_DIRS); do echo "GOWORK=off: $$m"; (cd $$m && GOWORK=off go build ./... && GOWORK=off go vet ./...); done
 	@test -z "$$(gofmt -l deploy/validate)" || { gofmt -l deploy/validate; echo "gofmt needed"; exit 1; }
 	$(DEPLOY) go vet ./...
 	$(DEPLOY) staticcheck ./...

@@ -40,14 +40,16 @@ const errDied = "The document stopped its worker on every try; it is not retried
 // the state store could not be reached, and the job stays.
 func (w *Worker) settleDead(ctx context.Context, job *jobspb.Job) *jobspb.Result {
 	res := failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, errDied)
-	if job.BatchId == "" {
-		return res
-	}
-	if w.batch == nil {
+	batchID, index := job.BatchRef()
+	if batchID == "" || w.batch == nil {
 		return res
 	}
 	bt := w.batch.batches
-	r, err := bt.Get(ctx, job.BatchId)
+	var r *batch.Record
+	err := w.patiently(ctx, "reading the batch", func() (err error) {
+		r, err = bt.Get(ctx, batchID)
+		return err
+	})
 	if errors.Is(err, batch.ErrNotFound) {
 		return res
 	}
@@ -55,11 +57,12 @@ func (w *Worker) settleDead(ctx context.Context, job *jobspb.Job) *jobspb.Result
 		w.log.ErrorContext(ctx, "dead job: batch not reachable", "err", err)
 		return nil
 	}
-	if job.GetZip() != nil {
-		err = w.failZip(ctx, r, "The ZIP archive could not be assembled: its worker stopped on every try.")
-	} else {
-		err = w.failBatchDoc(ctx, r, int(job.BatchIndex), errDied)
-	}
+	err = w.patiently(ctx, "settling the batch", func() error {
+		if job.GetZip() != nil {
+			return w.failZip(ctx, r, "The ZIP archive could not be assembled: its worker stopped on every try.")
+		}
+		return w.failBatchDoc(ctx, r, int(index), errDied)
+	})
 	if err != nil {
 		w.log.ErrorContext(ctx, "dead job: settling its batch", "err", fmt.Errorf("worker: %w", err))
 		return nil

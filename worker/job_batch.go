@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/docrender/docrender/pkg/batch"
 	"github.com/docrender/docrender/pkg/files"
@@ -62,12 +63,22 @@ func (w *Worker) runWithWebhooks(ctx context.Context) error {
 // done (and, for the last one, the ZIP job queued), failed (the batch ends
 // in error), or skipped because the batch already failed. Every outcome is
 // recorded idempotently, so a redelivered job changes nothing twice.
-func (w *Worker) handleBatchDoc(ctx context.Context, job *jobspb.Job, d queue.Delivery) (*jobspb.Result, error) {
+func (w *Worker) handleBatchDoc(ctx context.Context, job *jobspb.Job, doc *jobspb.BatchDocumentJob, d queue.Delivery) (*jobspb.Result, error) {
 	if w.batch == nil {
 		return failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, errNoSharedState), nil
 	}
 	bt := w.batch.batches
-	r, err := bt.Get(ctx, job.BatchId)
+	var (
+		r      *batch.Record
+		failed bool
+	)
+	err := w.patiently(ctx, "reading the batch", func() (err error) {
+		if r, err = bt.Get(ctx, doc.BatchId); err != nil {
+			return err
+		}
+		failed, err = bt.Failed(ctx, r)
+		return err
+	})
 	if errors.Is(err, batch.ErrNotFound) {
 		// Expired before its turn came: nobody is left to tell.
 		return failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, "The batch is gone."), nil
@@ -75,15 +86,11 @@ func (w *Worker) handleBatchDoc(ctx context.Context, job *jobspb.Job, d queue.De
 	if err != nil {
 		return nil, err
 	}
-	i := int(job.BatchIndex)
-	failed, err := bt.Failed(ctx, r)
-	if err != nil {
-		return nil, err
-	}
+	i := int(doc.Index)
 	if failed {
 		return w.skipBatchDoc(ctx, r, i, d)
 	}
-	res, err := w.contained(ctx, func() (*jobspb.Result, error) { return w.handleRender(ctx, job) })
+	res, err := w.contained(ctx, func() (*jobspb.Result, error) { return w.handleRender(ctx, job, doc.Render) })
 	if err != nil && d.Last {
 		w.log.ErrorContext(ctx, "batch document failed on its last try", "batch_id", r.ID, "index", i, "err", err)
 		res, err = failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, "The document could not be rendered."), nil
@@ -92,31 +99,88 @@ func (w *Worker) handleBatchDoc(ctx context.Context, job *jobspb.Job, d queue.De
 		return nil, err
 	}
 	if res.ErrorKind != jobspb.ErrorKind_ERROR_KIND_NONE {
-		return res, w.failBatchDoc(ctx, r, i, res.ErrorMessage)
+		return res, w.patiently(ctx, "failing the batch", func() error { return w.failBatchDoc(ctx, r, i, res.ErrorMessage) })
 	}
-	n, err := bt.DocDone(ctx, r, i)
+	var n int
+	err = w.patiently(ctx, "counting the document", func() (err error) {
+		n, err = bt.DocDone(ctx, r, i)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
 	w.metrics.BatchDocument("done")
 	if n == r.Total {
-		if err := bt.QueueZip(ctx, r); err != nil {
+		if err := w.patiently(ctx, "queuing the ZIP", func() error { return w.queueZip(ctx, r) }); err != nil {
 			return nil, err
 		}
 	}
 	return res, nil
 }
 
+// Outages a batch job waits out. Its state lives in Redis and its next
+// step goes through NATS: when either is away for a while (a restart, a
+// failover), a job that gave up would use its deliveries up within seconds
+// (RetryDelay) and leave its batch unsettled for good. Recording an outcome
+// is idempotent, so trying it again is safe; meanwhile the queue's
+// heartbeat keeps the job this worker's.
+const (
+	outageWait     = 3 * time.Minute
+	outageMaxDelay = 5 * time.Second
+)
+
+// patiently runs op until it succeeds, fails for a reason other than the
+// state store or the queue being unreachable, ctx ends, or the outage has
+// lasted outageWait.
+func (w *Worker) patiently(ctx context.Context, what string, op func() error) error {
+	deadline := time.Now().Add(outageWait)
+	delay := 250 * time.Millisecond
+	for try := 1; ; try++ {
+		err := op()
+		if err == nil || !(errors.Is(err, state.ErrUnavailable) || errors.Is(err, queue.ErrUnavailable)) || time.Now().After(deadline) {
+			return err
+		}
+		if try == 1 {
+			w.log.WarnContext(ctx, "store or queue unreachable; waiting for it", "step", what, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, outageMaxDelay)
+	}
+}
+
+// queueZip queues the ZIP job of a batch whose documents are all done. Its
+// message ID deduplicates the job when two workers both see the last
+// document done (a redelivery).
+func (w *Worker) queueZip(ctx context.Context, r *batch.Record) error {
+	job := &jobspb.Job{
+		Id:        "zip-" + r.ID,
+		RequestId: r.RequestID,
+		AccountId: r.OwnerID,
+		Kind:      &jobspb.Job_Zip{Zip: &jobspb.ZipJob{BatchId: r.ID}},
+	}
+	if err := w.q.Publish(ctx, job); err != nil {
+		return fmt.Errorf("worker: queue zip: %w", err)
+	}
+	return nil
+}
+
 // skipBatchDoc gives back the conversion of a document of a failed batch.
 // A redelivered job may belong to the worker that failed the batch and died
 // before queuing its webhook: queuing it again is harmless (deduplicated).
 func (w *Worker) skipBatchDoc(ctx context.Context, r *batch.Record, i int, d queue.Delivery) (*jobspb.Result, error) {
-	if d.Attempt > 1 {
-		if err := w.batch.batches.Notify(ctx, r); err != nil {
-			return nil, err
+	err := w.patiently(ctx, "skipping the document", func() error {
+		if d.Attempt > 1 {
+			if err := w.batch.batches.Notify(ctx, r); err != nil {
+				return err
+			}
 		}
-	}
-	if err := w.batch.batches.DocNotDone(ctx, r, i); err != nil {
+		return w.batch.batches.DocNotDone(ctx, r, i)
+	})
+	if err != nil {
 		return nil, err
 	}
 	w.metrics.BatchDocument("skipped")
@@ -131,12 +195,8 @@ func (w *Worker) failBatchDoc(ctx context.Context, r *batch.Record, i int, reaso
 		name = fmt.Sprintf("%q (documents[%d])", names[i], i)
 	}
 	msg := fmt.Sprintf("Document %s failed: %s", name, reason)
-	won, err := w.batch.batches.Fail(ctx, r, msg)
-	if err != nil {
+	if _, err := w.batch.batches.Fail(ctx, r, msg); err != nil {
 		return err
-	}
-	if won {
-		w.metrics.BatchFinished("error")
 	}
 	if err := w.batch.batches.DocNotDone(ctx, r, i); err != nil {
 		return err

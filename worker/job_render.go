@@ -11,10 +11,10 @@ import (
 	"github.com/docrender/docrender/worker/render"
 )
 
-// handleRender renders HTML to PDF. It returns a failure result for what the
+// handleRender renders rj's HTML to PDF, to job's output key: a single
+// render, or a batch document. It returns a failure result for what the
 // client must hear about, and an error for what should be retried.
-func (w *Worker) handleRender(ctx context.Context, job *jobspb.Job) (*jobspb.Result, error) {
-	rj := job.GetRender()
+func (w *Worker) handleRender(ctx context.Context, job *jobspb.Job, rj *jobspb.RenderJob) (*jobspb.Result, error) {
 	b, err := render.LoadBundle(ctx, w.blobs, rj.BundlePrefix, rj.Files)
 	if err != nil {
 		if errors.Is(err, blob.ErrNotFound) {

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/docrender/docrender/pkg/batch"
+	"github.com/docrender/docrender/pkg/blob"
 	"github.com/docrender/docrender/pkg/filename"
-	"github.com/docrender/docrender/pkg/files"
 	"github.com/docrender/docrender/pkg/queue"
 	"github.com/docrender/docrender/proto/jobspb"
 )
@@ -19,24 +19,30 @@ import (
 // handleZip assembles a batch whose documents are all done into its ZIP,
 // stores it as a file and completes the batch. A redelivered ZIP job of a
 // completed batch only re-queues the webhook (deduplicated).
-func (w *Worker) handleZip(ctx context.Context, job *jobspb.Job, d queue.Delivery) (*jobspb.Result, error) {
+func (w *Worker) handleZip(ctx context.Context, zj *jobspb.ZipJob, d queue.Delivery) (*jobspb.Result, error) {
 	if w.batch == nil {
 		return failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, errNoSharedState), nil
 	}
 	bt := w.batch.batches
-	r, err := bt.Get(ctx, job.BatchId)
+	var (
+		r *batch.Record
+		p batch.Progress
+	)
+	err := w.patiently(ctx, "reading the batch", func() (err error) {
+		if r, err = bt.Get(ctx, zj.BatchId); err != nil {
+			return err
+		}
+		p, err = bt.Progress(ctx, r)
+		return err
+	})
 	if errors.Is(err, batch.ErrNotFound) {
 		return failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, "The batch is gone."), nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	p, err := bt.Progress(ctx, r)
-	if err != nil {
-		return nil, err
-	}
 	if p.Terminal() {
-		return &jobspb.Result{}, bt.Notify(ctx, r)
+		return &jobspb.Result{}, w.patiently(ctx, "announcing the batch", func() error { return bt.Notify(ctx, r) })
 	}
 	size, err := w.buildZip(ctx, r)
 	if err != nil {
@@ -44,32 +50,28 @@ func (w *Worker) handleZip(ctx context.Context, job *jobspb.Job, d queue.Deliver
 			return nil, err
 		}
 		w.log.ErrorContext(ctx, "batch ZIP failed on its last try", "batch_id", r.ID, "err", err)
-		if ferr := w.failZip(ctx, r, "The ZIP archive could not be assembled."); ferr != nil {
+		if ferr := w.patiently(ctx, "failing the batch", func() error {
+			return w.failZip(ctx, r, "The ZIP archive could not be assembled.")
+		}); ferr != nil {
 			return nil, ferr
 		}
 		return failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, "The ZIP archive could not be assembled."), nil
 	}
-	won, err := bt.Complete(ctx, r, bt.ZipFile(r, size))
-	if err != nil {
+	zip := bt.ZipFile(r, size)
+	if err := w.patiently(ctx, "completing the batch", func() error {
+		_, err := bt.Complete(ctx, r, zip)
+		return err
+	}); err != nil {
 		return nil, err
 	}
-	if won {
-		w.metrics.BatchFinished("completed")
-	}
-	return &jobspb.Result{OutputKey: files.BlobKey(r.ZipID), Size: size}, nil
+	return &jobspb.Result{OutputKey: blob.FileKey(r.ZipID), Size: size}, nil
 }
 
 // failZip ends a batch whose ZIP could not be built in error, with msg.
 func (w *Worker) failZip(ctx context.Context, r *batch.Record, msg string) error {
-	_ = w.blobs.Delete(context.WithoutCancel(ctx), files.BlobKey(r.ZipID))
-	won, err := w.batch.batches.Fail(ctx, r, msg)
-	if err != nil {
-		return err
-	}
-	if won {
-		w.metrics.BatchFinished("error")
-	}
-	return nil
+	_ = w.blobs.Delete(context.WithoutCancel(ctx), blob.FileKey(r.ZipID))
+	_, err := w.batch.batches.Fail(ctx, r, msg)
+	return err
 }
 
 // buildZip streams the batch's PDFs through a ZIP writer into the blob
@@ -95,7 +97,7 @@ func (w *Worker) buildZip(ctx context.Context, r *batch.Record) (int64, error) {
 		}()
 		err = w.writeZip(ctx, cw, r, names)
 	}()
-	err = w.blobs.Put(ctx, files.BlobKey(r.ZipID), pr, -1)
+	err = w.blobs.Put(ctx, blob.FileKey(r.ZipID), pr, -1)
 	// Unblock the writer if Put stopped reading early.
 	pr.CloseWithError(fmt.Errorf("zip upload ended: %v", err))
 	if werr := <-done; werr != nil {
@@ -120,7 +122,7 @@ func (w *Worker) writeZip(ctx context.Context, out io.Writer, r *batch.Record, n
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := w.addEntry(ctx, zw, batch.PDFKey(r.ID, i), name, now); err != nil {
+		if err := w.addEntry(ctx, zw, blob.BatchPDF(r.ID, i), name, now); err != nil {
 			return err
 		}
 	}

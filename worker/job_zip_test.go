@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/docrender/docrender/pkg/batch"
+	"github.com/docrender/docrender/pkg/blob"
 	"github.com/docrender/docrender/pkg/blob/localblob"
 )
 
@@ -21,7 +22,7 @@ func TestZipEntryNamesCleaned(t *testing.T) {
 	}
 	r := &batch.Record{ID: "b1", Total: 2}
 	for i := range r.Total {
-		if err := blobs.Put(ctx, batch.PDFKey(r.ID, i), strings.NewReader("%PDF-1.7 stand-in"), -1); err != nil {
+		if err := blobs.Put(ctx, blob.BatchPDF(r.ID, i), strings.NewReader("%PDF-1.7 stand-in"), -1); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -64,10 +64,16 @@ func New(ctx context.Context, cfg config.Config, q *queue.Conn, blobs blob.Store
 // one /metrics shows both.
 func (w *Worker) Instrument(m *metrics.Metrics) {
 	w.metrics = m
+	if w.batch != nil {
+		w.batch.batches.Instrument(m)
+	}
 	m.WatchBrowserRestarts(w.pool.Restarts)
 	m.WatchChromiumSandbox(w.pool.Sandboxed)
 	m.WatchQueueDepth(w.q.Depth)
 }
+
+// Ready says whether the worker can render: its browser answers.
+func (w *Worker) Ready(ctx context.Context) error { return w.pool.Ready(ctx) }
 
 // Pool exposes the browser pool (readiness checks, tests).
 func (w *Worker) Pool() *browser.Pool { return w.pool }
@@ -91,21 +97,20 @@ func failure(kind jobspb.ErrorKind, msg string) *jobspb.Result {
 // Handle runs one job; see queue.Handler for the meaning of its returns.
 // Each job kind lives in a file of its own (job_*.go).
 func (w *Worker) Handle(ctx context.Context, job *jobspb.Job, d queue.Delivery) (*jobspb.Result, error) {
-	log := w.log.With("job_id", job.Id, "request_id", job.RequestId, "batch_id", job.BatchId)
+	batchID, _ := job.BatchRef()
+	log := w.log.With("job_id", job.Id, "request_id", job.RequestId, "batch_id", batchID)
 	start := time.Now()
 	done := w.metrics.JobStarted(jobKind(job))
 	var res *jobspb.Result
 	var err error
 	defer func() { done(outcome(ctx, res, err)) }()
-	switch job.Kind.(type) {
+	switch k := job.Kind.(type) {
 	case *jobspb.Job_Render:
-		if job.BatchId != "" {
-			res, err = w.handleBatchDoc(ctx, job, d)
-		} else {
-			res, err = w.handleRender(ctx, job)
-		}
+		res, err = w.handleRender(ctx, job, k.Render)
+	case *jobspb.Job_BatchDocument:
+		res, err = w.handleBatchDoc(ctx, job, k.BatchDocument, d)
 	case *jobspb.Job_Zip:
-		res, err = w.handleZip(ctx, job, d)
+		res, err = w.handleZip(ctx, k.Zip, d)
 	case *jobspb.Job_Merge:
 		res, err = w.handleMerge(ctx, job)
 	default:
@@ -132,8 +137,7 @@ func jobKind(job *jobspb.Job) string {
 		return metrics.KindZip
 	case *jobspb.Job_Merge:
 		return metrics.KindMerge
-	}
-	if job.BatchId != "" {
+	case *jobspb.Job_BatchDocument:
 		return metrics.KindBatch
 	}
 	return metrics.KindRender

@@ -1,6 +1,7 @@
 // Package account holds users, sessions, API keys, plans and usage on top
-// of the state store (DESIGN §3). It knows nothing about HTTP except the
-// *apierr.Error values it returns for the caller to send.
+// of the state store (DESIGN §3). It knows nothing about HTTP: it refuses
+// with the errors below and *invalid.Error, which the gateway answers in
+// its own words (gateway/server/errors.go).
 package account
 
 import (
@@ -13,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"net/http"
 	"net/mail"
 	"strings"
 	"sync"
@@ -21,9 +21,11 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/docrender/docrender/pkg/apierr"
 	"github.com/docrender/docrender/pkg/config"
+	"github.com/docrender/docrender/pkg/ids"
+	"github.com/docrender/docrender/pkg/invalid"
 	"github.com/docrender/docrender/pkg/state"
+	"github.com/docrender/docrender/pkg/usage"
 )
 
 // SessionTTL is how long a session lasts without a new login.
@@ -54,6 +56,7 @@ type Key struct {
 // Service is the account domain.
 type Service struct {
 	st    state.Store
+	usage *usage.Meter
 	plans map[string]config.Plan
 	def   string
 	// selfService are the plans a user may switch to (ChoosePlan).
@@ -69,7 +72,7 @@ type Service struct {
 
 // New returns the account service.
 func New(st state.Store, cfg config.Config) *Service {
-	s := &Service{st: st, plans: cfg.Plans, def: cfg.DefaultPlan, now: time.Now, bcryptCost: bcrypt.DefaultCost,
+	s := &Service{st: st, usage: usage.New(st), plans: cfg.Plans, def: cfg.DefaultPlan, now: time.Now, bcryptCost: bcrypt.DefaultCost,
 		selfService: map[string]bool{}}
 	for _, p := range cfg.SelfServicePlans {
 		s.selfService[p] = true
@@ -82,7 +85,7 @@ func New(st state.Store, cfg config.Config) *Service {
 // dummy is a hash at the cost of the real ones, for emails without an account.
 func (s *Service) dummy() []byte {
 	s.dummyOnce.Do(func() {
-		s.dummyHash, _ = bcrypt.GenerateFromPassword([]byte("docrender-dummy-"+RandomID()), s.bcryptCost)
+		s.dummyHash, _ = bcrypt.GenerateFromPassword([]byte("docrender-dummy-"+ids.New()), s.bcryptCost)
 	})
 	return s.dummyHash
 }
@@ -113,13 +116,6 @@ func hashToken(t string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// RandomID is a URL-safe random identifier of 128 bits.
-func RandomID() string {
-	b := make([]byte, 16)
-	rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
 func (s *Service) getJSON(ctx context.Context, key string, v any) error {
 	b, err := s.st.Get(ctx, key)
 	if err != nil {
@@ -140,7 +136,7 @@ func normEmail(e string) (string, error) {
 	e = strings.ToLower(strings.TrimSpace(e))
 	a, err := mail.ParseAddress(e)
 	if err != nil || a.Address != e || len(e) > 254 {
-		return "", apierr.Invalid("email", "must be a valid email address")
+		return "", invalid.Field("email", "must be a valid email address")
 	}
 	return e, nil
 }
@@ -152,19 +148,19 @@ func (s *Service) Register(ctx context.Context, email, password string) (*User, 
 		return nil, err
 	}
 	if len(password) < 8 || len(password) > 72 {
-		return nil, apierr.Invalid("password", "must be 8 to 72 characters")
+		return nil, invalid.Field("password", "must be 8 to 72 characters")
 	}
 	hash, err := bcrypt.GenerateFromPassword([]byte(password), s.bcryptCost)
 	if err != nil {
 		return nil, fmt.Errorf("account: hash password: %w", err)
 	}
-	u := &User{ID: "usr_" + RandomID(), Email: email, PasswordHash: hash, Plan: s.def, CreatedAt: s.now().UTC()}
+	u := &User{ID: "usr_" + ids.New(), Email: email, PasswordHash: hash, Plan: s.def, CreatedAt: s.now().UTC()}
 	ok, err := s.st.SetNX(ctx, emailKey(email), []byte(u.ID), 0)
 	if err != nil {
 		return nil, fmt.Errorf("account: register: %w", err)
 	}
 	if !ok {
-		return nil, apierr.New(http.StatusConflict, "An account with this email already exists.")
+		return nil, ErrEmailTaken
 	}
 	if err := s.putJSON(ctx, userKey(u.ID), u, 0); err != nil {
 		return nil, fmt.Errorf("account: register: %w", err)
@@ -181,9 +177,39 @@ func (s *Service) index(ctx context.Context, u *User) error {
 	return s.st.IndexAdd(ctx, accountsIndex, u.ID, float64(u.CreatedAt.UnixNano()))
 }
 
-// errDisabled is the 401 of a disabled account's keys, sessions and logins.
-func errDisabled() error {
-	return apierr.Unauth("This account is disabled. Contact the operator of this service.")
+// Why an account operation was refused.
+var (
+	ErrEmailTaken = errors.New("account: email already registered")
+	// ErrDisabled refuses a disabled account's keys, sessions and logins.
+	ErrDisabled     = errors.New("account: disabled")
+	ErrBadLogin     = errors.New("account: wrong email or password")
+	ErrKeyNotFound  = errors.New("account: no such API key")
+	ErrNoKey        = errors.New("account: no API key sent")
+	ErrMalformedKey = errors.New("account: malformed API key")
+	// ErrInvalidKey is an unknown or expired key (or one of a deleted account).
+	ErrInvalidKey = errors.New("account: invalid or expired API key")
+	ErrRevokedKey = errors.New("account: API key revoked")
+)
+
+// PlanNotOfferedError refuses a plan users may not choose themselves.
+type PlanNotOfferedError struct {
+	Plan string
+	// Offered are the plans users may choose.
+	Offered []string
+}
+
+func (e *PlanNotOfferedError) Error() string {
+	return "account: plan " + e.Plan + " is not self-service"
+}
+
+// QuotaError refuses conversions past the plan's monthly limit.
+type QuotaError struct {
+	Plan              string
+	Used, Limit, Need int64
+}
+
+func (e *QuotaError) Error() string {
+	return fmt.Sprintf("account: %s plan's %d conversions used up (%d used, %d more asked)", e.Plan, e.Limit, e.Used, e.Need)
 }
 
 // checkEnabled refuses a disabled account. It is read on every
@@ -195,7 +221,7 @@ func (s *Service) checkEnabled(ctx context.Context, u *User) error {
 		return err
 	}
 	if off {
-		return errDisabled()
+		return ErrDisabled
 	}
 	return nil
 }
@@ -279,7 +305,7 @@ func (s *Service) UserByEmail(ctx context.Context, email string) (*User, error) 
 
 // Login checks the password and returns the user.
 func (s *Service) Login(ctx context.Context, email, password string) (*User, error) {
-	bad := apierr.Unauth("Invalid email or password.")
+	bad := ErrBadLogin
 	email, err := normEmail(email)
 	if err != nil {
 		return nil, bad
@@ -344,8 +370,7 @@ func (s *Service) ChoosePlan(ctx context.Context, u *User, plan string) error {
 		return err
 	}
 	if !s.selfService[plan] && plan != u.Plan {
-		return apierr.Newf(http.StatusForbidden, "The %s plan cannot be chosen here.", plan).
-			WithHint("Plans open to everyone: " + strings.Join(s.selfServiceNames(), ", ") + ". Ask the operator for the others.")
+		return &PlanNotOfferedError{Plan: plan, Offered: s.selfServiceNames()}
 	}
 	return s.SetPlan(ctx, u, plan)
 }
@@ -354,7 +379,7 @@ func (s *Service) ChoosePlan(ctx context.Context, u *User, plan string) error {
 func (s *Service) planName(plan string) (string, error) {
 	plan = strings.ToLower(strings.TrimSpace(plan))
 	if _, ok := s.plans[plan]; !ok {
-		return "", apierr.Invalid("plan", "must be one of "+strings.Join(config.PlanNames, ", "))
+		return "", invalid.Field("plan", "must be one of "+strings.Join(config.PlanNames, ", "))
 	}
 	return plan, nil
 }
@@ -447,13 +472,13 @@ func (s *Service) CreateKey(ctx context.Context, u *User, name string, expiresAt
 		name = "default"
 	}
 	if len(name) > 100 {
-		return nil, "", apierr.Invalid("name", "at most 100 characters")
+		return nil, "", invalid.Field("name", "at most 100 characters")
 	}
 	if expiresAt != nil && !expiresAt.After(s.now()) {
-		return nil, "", apierr.Invalid("expiresAt", "must be in the future")
+		return nil, "", invalid.Field("expiresAt", "must be in the future")
 	}
 	secret := newKeySecret()
-	k := &Key{ID: "key_" + RandomID(), UserID: u.ID, Name: name, Prefix: secret[:8], Hash: hashToken(secret),
+	k := &Key{ID: "key_" + ids.New(), UserID: u.ID, Name: name, Prefix: secret[:8], Hash: hashToken(secret),
 		CreatedAt: s.now().UTC(), ExpiresAt: expiresAt}
 	if err := s.putJSON(ctx, apiKeyKey(k.Hash), k, 0); err != nil {
 		return nil, "", fmt.Errorf("account: create key: %w", err)
@@ -492,12 +517,12 @@ func (s *Service) RevokeKey(ctx context.Context, u *User, id string) error {
 	var k Key
 	if err := s.getJSON(ctx, keyIDKey(id), &k); err != nil {
 		if errors.Is(err, state.ErrNotFound) {
-			return apierr.New(http.StatusNotFound, "API key not found.")
+			return ErrKeyNotFound
 		}
 		return fmt.Errorf("account: revoke: %w", err)
 	}
 	if k.UserID != u.ID {
-		return apierr.New(http.StatusNotFound, "API key not found.")
+		return ErrKeyNotFound
 	}
 	now := s.now().UTC()
 	k.RevokedAt = &now
@@ -515,28 +540,28 @@ func (s *Service) RevokeKey(ctx context.Context, u *User, id string) error {
 // Authenticate resolves an API key to its user with the 401s of spec §5.
 func (s *Service) Authenticate(ctx context.Context, secret string) (*User, *Key, error) {
 	if secret == "" {
-		return nil, nil, apierr.Unauth("API key required. Send it in the X-API-Key header or as Authorization: Bearer <key>.")
+		return nil, nil, ErrNoKey
 	}
 	if !WellFormedKey(secret) {
-		return nil, nil, apierr.Unauth("Malformed API key.")
+		return nil, nil, ErrMalformedKey
 	}
 	var k Key
 	if err := s.getJSON(ctx, apiKeyKey(hashToken(secret)), &k); err != nil {
 		if errors.Is(err, state.ErrNotFound) {
-			return nil, nil, apierr.InvalidKey()
+			return nil, nil, ErrInvalidKey
 		}
 		return nil, nil, fmt.Errorf("account: authenticate: %w", err)
 	}
 	if k.RevokedAt != nil {
-		return nil, nil, apierr.Unauth("API key has been revoked.")
+		return nil, nil, ErrRevokedKey
 	}
 	if k.ExpiresAt != nil && !s.now().Before(*k.ExpiresAt) {
-		return nil, nil, apierr.InvalidKey()
+		return nil, nil, ErrInvalidKey
 	}
 	u, err := s.User(ctx, k.UserID)
 	if err != nil {
 		if errors.Is(err, state.ErrNotFound) {
-			return nil, nil, apierr.InvalidKey()
+			return nil, nil, ErrInvalidKey
 		}
 		return nil, nil, err
 	}
@@ -546,50 +571,28 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*User, *Key,
 	return u, &k, nil
 }
 
-// Period is the usage period of t: the calendar month in UTC.
-func Period(t time.Time) string { return t.UTC().Format("2006-01") }
-
-func usageKey(uid, period string) string { return "usage:" + uid + ":" + period }
-
-// usageTTL keeps a month's counter a while after the month ends.
-const usageTTL = 62 * 24 * time.Hour
-
 // ReserveConversions takes n conversions from u's monthly allowance, all or
-// none, atomically across every gateway.
-func (s *Service) ReserveConversions(ctx context.Context, u *User, n int64) error {
+// none, atomically across every gateway. Give them back with
+// ReleaseConversions if the work produces nothing.
+func (s *Service) ReserveConversions(ctx context.Context, u *User, n int64) (usage.Reservation, error) {
 	p := s.Plan(u.Plan)
-	used, ok, err := s.st.Reserve(ctx, usageKey(u.ID, Period(s.now())), n, p.Conversions, usageTTL)
+	r, err := s.usage.Reserve(ctx, u.ID, n, p.Conversions)
+	var over *usage.LimitError
+	if errors.As(err, &over) {
+		return r, &QuotaError{Plan: p.Name, Used: over.Used, Limit: p.Conversions, Need: n}
+	}
 	if err != nil {
-		return fmt.Errorf("account: reserve: %w", err)
+		return r, fmt.Errorf("account: %w", err)
 	}
-	if !ok {
-		e := apierr.Quota(fmt.Sprintf("Monthly conversion limit of the %s plan reached (%d of %d used; this request needs %d).",
-			p.Name, used, p.Conversions, n))
-		e.Hint = "Wait for next month or change plan."
-		return e
-	}
-	return nil
+	return r, nil
 }
 
-// ReleaseConversions gives back n conversions reserved this month.
-func (s *Service) ReleaseConversions(ctx context.Context, u *User, n int64) error {
-	if n <= 0 {
-		return nil
-	}
-	_, err := s.st.IncrBy(ctx, usageKey(u.ID, Period(s.now())), -n, usageTTL)
-	return err
+// ReleaseConversions gives back all of r.
+func (s *Service) ReleaseConversions(ctx context.Context, r usage.Reservation) error {
+	return s.usage.Release(ctx, r, r.N)
 }
 
 // ConversionsUsed is this month's count.
 func (s *Service) ConversionsUsed(ctx context.Context, u *User) (int64, error) {
-	b, err := s.st.Get(ctx, usageKey(u.ID, Period(s.now())))
-	if errors.Is(err, state.ErrNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	var n int64
-	_, err = fmt.Sscan(string(b), &n)
-	return n, err
+	return s.usage.Used(ctx, u.ID)
 }

@@ -3,15 +3,15 @@ package account
 import (
 	"context"
 	"errors"
-	"net/http"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/docrender/docrender/pkg/apierr"
 	"github.com/docrender/docrender/pkg/config"
+	"github.com/docrender/docrender/pkg/ids"
+	"github.com/docrender/docrender/pkg/invalid"
 	"github.com/docrender/docrender/pkg/state/boltstate"
 )
 
@@ -38,15 +38,21 @@ func newService(t *testing.T, selfService string) *Service {
 	return s
 }
 
-func status(err error) int {
-	var ae *apierr.Error
-	if errors.As(err, &ae) {
-		return ae.Status
+// refusal names the refusal err is ("" for none), whatever wraps it.
+func refusal(err error) string {
+	var offered *PlanNotOfferedError
+	var bad *invalid.Error
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &offered):
+		return "not offered"
+	case errors.As(err, &bad):
+		return "invalid " + bad.Field
+	case errors.Is(err, ErrDisabled):
+		return "disabled"
 	}
-	if err == nil {
-		return 0
-	}
-	return -1
+	return err.Error()
 }
 
 func TestChoosePlan(t *testing.T) {
@@ -54,18 +60,18 @@ func TestChoosePlan(t *testing.T) {
 	s := newService(t, "hobby,pro")
 	for _, tc := range []struct {
 		name, from, to string
-		status         int
+		refusal        string
 		plan           string
 	}{
-		{"to a self-service plan", "hobby", "pro", 0, "pro"},
-		{"back down", "pro", "Hobby ", 0, "hobby"},
-		{"to a plan kept for the operator", "hobby", "enterprise", http.StatusForbidden, "hobby"},
-		{"unknown plan", "hobby", "platinum", http.StatusBadRequest, "hobby"},
-		{"the operator's plan already held", "enterprise", "enterprise", 0, "enterprise"},
-		{"from the operator's plan to a self-service one", "enterprise", "pro", 0, "pro"},
+		{"to a self-service plan", "hobby", "pro", "", "pro"},
+		{"back down", "pro", "Hobby ", "", "hobby"},
+		{"to a plan kept for the operator", "hobby", "enterprise", "not offered", "hobby"},
+		{"unknown plan", "hobby", "platinum", "invalid plan", "hobby"},
+		{"the operator's plan already held", "enterprise", "enterprise", "", "enterprise"},
+		{"from the operator's plan to a self-service one", "enterprise", "pro", "", "pro"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			u, err := s.Register(ctx, RandomID()+"@example.com", "correct horse")
+			u, err := s.Register(ctx, ids.New()+"@example.com", "correct horse")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,8 +79,8 @@ func TestChoosePlan(t *testing.T) {
 				t.Fatal(err)
 			}
 			err = s.ChoosePlan(ctx, u, tc.to)
-			if got := status(err); got != tc.status {
-				t.Fatalf("ChoosePlan(%q) from %s: status %d (%v), want %d", tc.to, tc.from, got, err, tc.status)
+			if got := refusal(err); got != tc.refusal {
+				t.Fatalf("ChoosePlan(%q) from %s: %q (%v), want %q", tc.to, tc.from, got, err, tc.refusal)
 			}
 			stored, err := s.User(ctx, u.ID)
 			if err != nil || stored.Plan != tc.plan {
@@ -99,54 +105,54 @@ func TestDisabledAccount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// every way in, with the status it gets
-	check := func(want int) {
+	// every way in, with the refusal it gets
+	check := func(want string) {
 		t.Helper()
 		_, err := s.Session(ctx, tok)
-		if got := status(err); got != want {
-			t.Errorf("session: status %d (%v), want %d", got, err, want)
+		if got := refusal(err); got != want {
+			t.Errorf("session: %q (%v), want %q", got, err, want)
 		}
 		_, _, err = s.Authenticate(ctx, key)
-		if got := status(err); got != want {
-			t.Errorf("key: status %d (%v), want %d", got, err, want)
+		if got := refusal(err); got != want {
+			t.Errorf("key: %q (%v), want %q", got, err, want)
 		}
 		_, err = s.Login(ctx, "off@example.com", "correct horse")
-		if got := status(err); got != want {
-			t.Errorf("login: status %d (%v), want %d", got, err, want)
+		if got := refusal(err); got != want {
+			t.Errorf("login: %q (%v), want %q", got, err, want)
 		}
 	}
-	check(0)
+	check("")
 	if err := s.SetDisabled(ctx, u, true); err != nil {
 		t.Fatal(err)
 	}
-	check(http.StatusUnauthorized)
+	check("disabled")
 	// A write of the user record (a plan change) does not re-enable it.
 	if err := s.SetPlan(ctx, u, "pro"); err != nil {
 		t.Fatal(err)
 	}
-	check(http.StatusUnauthorized)
+	check("disabled")
 	// A wrong password still says only that.
-	if _, err := s.Login(ctx, "off@example.com", "wrong horse"); err == nil || err.Error() != apierr.Unauth("Invalid email or password.").Error() {
+	if _, err := s.Login(ctx, "off@example.com", "wrong horse"); !errors.Is(err, ErrBadLogin) {
 		t.Errorf("wrong password on a disabled account: %v", err)
 	}
 	if err := s.SetDisabled(ctx, u, false); err != nil {
 		t.Fatal(err)
 	}
-	check(0)
+	check("")
 }
 
 func TestAccountsIndex(t *testing.T) {
 	ctx := context.Background()
 	s := newService(t, "")
 	base := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	var ids []string
+	var made []string
 	for i := range 5 {
 		s.now = func() time.Time { return base.Add(time.Duration(i) * time.Minute) }
-		u, err := s.Register(ctx, RandomID()+"@example.com", "correct horse")
+		u, err := s.Register(ctx, ids.New()+"@example.com", "correct horse")
 		if err != nil {
 			t.Fatal(err)
 		}
-		ids = append(ids, u.ID)
+		made = append(made, u.ID)
 	}
 	// An account stored before the index existed: a user record only.
 	old := &User{ID: "usr_old", Email: "old@example.com", Plan: "hobby", CreatedAt: base.Add(-time.Hour)}
@@ -168,11 +174,11 @@ func TestAccountsIndex(t *testing.T) {
 		}
 		return out, total
 	}
-	if got, total := list(1, 2); total != 5 || len(got) != 2 || got[0] != ids[4] || got[1] != ids[3] {
-		t.Fatalf("page 1: %v of %d, want %s, %s", got, total, ids[4], ids[3])
+	if got, total := list(1, 2); total != 5 || len(got) != 2 || got[0] != made[4] || got[1] != made[3] {
+		t.Fatalf("page 1: %v of %d, want %s, %s", got, total, made[4], made[3])
 	}
-	if got, _ := list(3, 2); len(got) != 1 || got[0] != ids[0] {
-		t.Fatalf("page 3: %v, want [%s]", got, ids[0])
+	if got, _ := list(3, 2); len(got) != 1 || got[0] != made[0] {
+		t.Fatalf("page 3: %v, want [%s]", got, made[0])
 	}
 	// Found by email without the index; indexed when it next signs in.
 	if u, err := s.UserByEmail(ctx, " OLD@example.com"); err != nil || u == nil || u.ID != old.ID {
@@ -185,7 +191,7 @@ func TestAccountsIndex(t *testing.T) {
 		t.Fatalf("after sign-in: %v of %d, want %s last", got, total, old.ID)
 	}
 	// A deleted account leaves the list.
-	u, _ := s.User(ctx, ids[2])
+	u, _ := s.User(ctx, made[2])
 	if err := s.DeleteUser(ctx, u); err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +201,7 @@ func TestAccountsIndex(t *testing.T) {
 	if u, err := s.UserByEmail(ctx, "nobody@example.com"); err != nil || u != nil {
 		t.Fatalf("unknown email: %v, %v", u, err)
 	}
-	if _, err := s.UserByEmail(ctx, "not an email"); status(err) != http.StatusBadRequest {
+	if _, err := s.UserByEmail(ctx, "not an email"); refusal(err) != "invalid email" {
 		t.Fatalf("bad email: %v", err)
 	}
 }

@@ -1,7 +1,9 @@
 // Package app assembles a gateway process from the configuration: the
 // embedded NATS server and in-process workers when no NATS URL is given,
 // the stores, and the HTTP server. The command and the end-to-end tests
-// start the service through it, so both run the same wiring.
+// start the service through it, so both run the same wiring. The workers
+// themselves come from the caller (NewWorkers): the gateway's packages
+// never import the worker's (DESIGN §1), only its main does.
 package app
 
 import (
@@ -23,16 +25,30 @@ import (
 	"github.com/docrender/docrender/pkg/queue"
 	"github.com/docrender/docrender/pkg/state"
 	"github.com/docrender/docrender/pkg/stores"
-	"github.com/docrender/docrender/worker"
 )
+
+// Workers is an in-process worker pool (package worker's Worker).
+type Workers interface {
+	// Run consumes jobs until ctx ends, then finishes the jobs in hand.
+	Run(ctx context.Context) error
+	// Ready says whether the pool can render (its browser answers).
+	Ready(ctx context.Context) error
+	// Instrument makes the pool record its work in m.
+	Instrument(m *metrics.Metrics)
+	Close()
+}
+
+// NewWorkers builds the in-process workers of embedded mode on the
+// process's queue and stores.
+type NewWorkers func(ctx context.Context, cfg config.Config, q *queue.Conn, blobs blob.Store, st state.Store, log *slog.Logger) (Workers, error)
 
 // App is a running gateway.
 type App struct {
 	Config config.Config
 	Server *gw.Server
-	// Worker is the in-process worker pool (embedded mode only).
-	Worker *worker.Worker
-	Log    *slog.Logger
+	// Workers is the in-process worker pool (embedded mode only).
+	Workers Workers
+	Log     *slog.Logger
 	// Metrics are this process's collectors (the in-process worker's too).
 	Metrics *metrics.Metrics
 
@@ -52,8 +68,10 @@ type App struct {
 	stopSweep context.CancelFunc
 }
 
-// Start builds everything and starts listening on cfg.Addr.
-func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err error) {
+// Start builds everything and starts listening on cfg.Addr. In embedded
+// mode (no NATS URL) it runs the workers newWorkers makes; it must not be
+// nil then.
+func Start(ctx context.Context, cfg config.Config, log *slog.Logger, newWorkers NewWorkers) (_ *App, err error) {
 	a := &App{Config: cfg, Log: log, Metrics: metrics.New()}
 	defer func() {
 		if err != nil {
@@ -68,7 +86,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, er
 	if a.queue, err = queue.Connect(ctx, cfg.NATSURL, a.nats, cfg.QueueNamespace, "docrender-gateway", log); err != nil {
 		return nil, err
 	}
-	if err = a.queue.Setup(ctx, cfg.MaxQueue); err != nil {
+	if err = a.queue.Setup(ctx, queue.Streams{MaxJobs: cfg.MaxQueue, Replicas: cfg.JobReplicas}); err != nil {
 		return nil, err
 	}
 	if a.state, err = stores.OpenState(ctx, cfg); err != nil {
@@ -85,20 +103,23 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, er
 	a.Metrics.WatchQueueDepth(a.queue.Depth)
 	ready := map[string]func(context.Context) error{}
 	if cfg.Embedded() {
-		if a.Worker, err = worker.New(ctx, cfg, a.queue, a.blobs, a.state, log.With("component", "worker")); err != nil {
+		if newWorkers == nil {
+			return nil, errors.New("app: embedded mode needs in-process workers")
+		}
+		if a.Workers, err = newWorkers(ctx, cfg, a.queue, a.blobs, a.state, log.With("component", "worker")); err != nil {
 			return nil, err
 		}
-		ready["browser"] = a.Worker.Pool().Ready
-		a.Worker.Instrument(a.Metrics)
+		ready["browser"] = a.Workers.Ready
+		a.Workers.Instrument(a.Metrics)
 		wctx, cancel := context.WithCancel(context.Background())
 		a.stopWork = cancel
 		a.workerWG.Add(1)
 		go func() {
 			defer a.workerWG.Done()
-			_ = a.Worker.Run(wctx)
+			_ = a.Workers.Run(wctx)
 		}()
 	}
-	a.Server = gw.New(gw.Deps{Config: cfg, Queue: a.queue, State: a.state, Blobs: a.blobs, Log: log, Ready: ready, Metrics: a.Metrics})
+	a.Server = gw.New(gw.Deps{Config: cfg, Queue: gw.NATSQueue{Conn: a.queue}, State: a.state, Blobs: a.blobs, Log: log, Ready: ready, Metrics: a.Metrics})
 	a.startSweeper(a.Server.Files())
 	if a.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
 		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
@@ -141,6 +162,9 @@ func (a *App) serveMetrics(cfg config.Config) error {
 	return nil
 }
 
+// Queue is the process's job queue connection (tests publish to it).
+func (a *App) Queue() *queue.Conn { return a.queue }
+
 // Addr is the address actually listened on.
 func (a *App) Addr() string { return a.ln.Addr().String() }
 
@@ -170,8 +194,8 @@ func (a *App) Close(ctx context.Context) {
 		a.stopSweep()
 		a.sweepWG.Wait()
 	}
-	if a.Worker != nil {
-		a.Worker.Close()
+	if a.Workers != nil {
+		a.Workers.Close()
 	}
 	if a.queue != nil {
 		a.queue.Close()

@@ -3,11 +3,9 @@ package app
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"log/slog"
 	"math"
-	"os"
-	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/docrender/docrender/pkg/blob"
@@ -49,13 +47,16 @@ func installExpiryRules(ctx context.Context, blobs blob.Store, cfg config.Config
 		return nil
 	}
 	days := lifecycleDays(cfg.Plans)
-	if err := ex.SetExpiryRule(ctx, "files/", days); err != nil {
+	if err := ex.SetExpiryRule(ctx, blob.FilesPrefix, days); err != nil {
 		return err
 	}
-	if err := ex.SetExpiryRule(ctx, "jobs/", 1); err != nil {
+	if err := ex.SetExpiryRule(ctx, blob.JobsPrefix, 1); err != nil {
 		return err
 	}
-	log.Info("bucket lifecycle rules installed", "files_days", days, "jobs_days", 1)
+	if err := ex.SetExpiryRule(ctx, blob.BatchesPrefix, days+1); err != nil {
+		return err
+	}
+	log.Info("bucket lifecycle rules installed", "files_days", days, "jobs_days", 1, "batches_days", days+1)
 	return nil
 }
 
@@ -82,7 +83,7 @@ func (a *App) startSweeper(index *files.Store) {
 		})
 	}()
 	if a.Config.S3Endpoint != "" {
-		return // the bucket's "jobs/" lifecycle rule does this on S3
+		return // the bucket's lifecycle rules for jobs and batches do this on S3
 	}
 	a.sweepWG.Add(1)
 	go func() {
@@ -91,24 +92,21 @@ func (a *App) startSweeper(index *files.Store) {
 	}()
 }
 
-// sweepTempJobs removes jobs/<id>/ prefixes older than tempJobAge. The blob
-// interface cannot list keys, so this reads the local store's directory
-// (localblob maps keys to paths under <data dir>/blobs one to one).
+// sweepTempJobs removes the temporary files of jobs whose newest file is
+// older than tempJobAge, and of batches whose newest file is older than any
+// batch lives (a batch that never ended: its record is gone by then), every
+// sweep interval until ctx ends.
 func (a *App) sweepTempJobs(ctx context.Context) {
-	dir := filepath.Join(a.Config.DataDir, "blobs", "jobs")
 	t := time.NewTicker(a.sweepInterval())
 	defer t.Stop()
+	batchAge := time.Duration(lifecycleDays(a.Config.Plans)+1) * 24 * time.Hour
 	for {
-		entries, err := os.ReadDir(dir)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			a.Log.Warn("list temporary job files", "err", err)
+		now := time.Now()
+		if err := sweepStale(ctx, a.blobs, blob.JobsPrefix, now.Add(-tempJobAge)); err != nil && ctx.Err() == nil {
+			a.Log.Warn("sweep temporary job files", "err", err)
 		}
-		for _, e := range entries {
-			if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > tempJobAge {
-				if err := a.blobs.DeletePrefix(ctx, "jobs/"+e.Name()+"/"); err != nil {
-					a.Log.Warn("delete temporary job files", "job", e.Name(), "err", err)
-				}
-			}
+		if err := sweepStale(ctx, a.blobs, blob.BatchesPrefix, now.Add(-batchAge)); err != nil && ctx.Err() == nil {
+			a.Log.Warn("sweep temporary batch files", "err", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -116,4 +114,30 @@ func (a *App) sweepTempJobs(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// sweepStale deletes every folder under prefix (a job's blob.JobDir, a
+// batch's blob.BatchDir) with no file newer than cutoff: one still being
+// written keeps its folder.
+func sweepStale(ctx context.Context, blobs blob.Store, prefix string, cutoff time.Time) error {
+	newest := map[string]time.Time{}
+	err := blobs.List(ctx, prefix, func(i blob.Info) error {
+		id, _, ok := strings.Cut(strings.TrimPrefix(i.Key, prefix), "/")
+		if ok && i.ModTime.After(newest[id]) {
+			newest[id] = i.ModTime
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for id, t := range newest {
+		if t.Before(cutoff) {
+			if err := blobs.DeletePrefix(ctx, prefix+id+"/"); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -2,14 +2,13 @@ package app
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/docrender/docrender/pkg/blob"
 	"github.com/docrender/docrender/pkg/blob/localblob"
 	"github.com/docrender/docrender/pkg/config"
 )
@@ -36,7 +35,8 @@ func TestLifecycleDays(t *testing.T) {
 }
 
 // Temporary job files of a process that died mid-request go after an hour;
-// those of requests in flight stay.
+// those of requests in flight stay, also when an old input sits beside a
+// result being written now.
 func TestSweepTempJobs(t *testing.T) {
 	dir := t.TempDir()
 	blobs, err := localblob.New(filepath.Join(dir, "blobs"))
@@ -44,23 +44,59 @@ func TestSweepTempJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	for _, key := range []string{"jobs/old/in/index.html", "jobs/new/in/index.html", "files/keep"} {
+	keys := []string{"jobs/old/in/index.html", "jobs/old/in/a.css", "jobs/new/in/index.html",
+		"jobs/busy/in/index.html", "jobs/busy/out.pdf", "files/keep", "batches/b/in/0/index.html"}
+	for _, key := range keys {
 		if err := blobs.Put(ctx, key, strings.NewReader("x"), 1); err != nil {
 			t.Fatal(err)
 		}
 	}
 	old := time.Now().Add(-2 * time.Hour)
-	if err := os.Chtimes(filepath.Join(dir, "blobs", "jobs", "old"), old, old); err != nil {
+	for _, key := range []string{"jobs/old/in/index.html", "jobs/old/in/a.css", "jobs/busy/in/index.html", "files/keep", "batches/b/in/0/index.html"} {
+		if err := os.Chtimes(filepath.Join(dir, "blobs", filepath.FromSlash(key)), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sweepStale(ctx, blobs, blob.JobsPrefix, time.Now().Add(-tempJobAge)); err != nil {
 		t.Fatal(err)
 	}
-	a := &App{Config: config.Config{DataDir: dir}, blobs: blobs, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	done, cancel := context.WithCancel(ctx)
-	cancel() // one pass, then stop
-	a.sweepTempJobs(done)
-	for key, wantGone := range map[string]bool{"jobs/old/in/index.html": true, "jobs/new/in/index.html": false, "files/keep": false} {
+	gone := map[string]bool{"jobs/old/in/index.html": true, "jobs/old/in/a.css": true}
+	for _, key := range keys {
 		_, err := blobs.Stat(ctx, key)
-		if gone := err != nil; gone != wantGone {
-			t.Errorf("%s: gone %v, want %v (%v)", key, gone, wantGone, err)
+		if got := err != nil; got != gone[key] {
+			t.Errorf("%s: gone %v, want %v (%v)", key, got, gone[key], err)
+		}
+	}
+}
+
+// A batch that never ended leaves its folder until it is older than any
+// batch lives; one still running keeps it.
+func TestSweepStaleBatches(t *testing.T) {
+	dir := t.TempDir()
+	blobs, err := localblob.New(filepath.Join(dir, "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	keys := []string{"batches/dead/in/0/index.html", "batches/dead/pdf/0.pdf", "batches/live/in/0/index.html", "files/keep"}
+	for _, key := range keys {
+		if err := blobs.Put(ctx, key, strings.NewReader("x"), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-40 * 24 * time.Hour)
+	for _, key := range []string{"batches/dead/in/0/index.html", "batches/dead/pdf/0.pdf", "files/keep"} {
+		if err := os.Chtimes(filepath.Join(dir, "blobs", filepath.FromSlash(key)), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sweepStale(ctx, blobs, blob.BatchesPrefix, time.Now().Add(-31*24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range keys {
+		_, err := blobs.Stat(ctx, key)
+		if got, want := err != nil, strings.HasPrefix(key, "batches/dead/"); got != want {
+			t.Errorf("%s: gone %v, want %v (%v)", key, got, want, err)
 		}
 	}
 }

@@ -14,20 +14,18 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/docrender/docrender/gateway/account"
-	"github.com/docrender/docrender/pkg/apierr"
+	"github.com/docrender/docrender/gateway/server/apierr"
+	"github.com/docrender/docrender/pkg/apitime"
 	"github.com/docrender/docrender/pkg/pdfopts"
 	"github.com/docrender/docrender/pkg/state"
+	"github.com/docrender/docrender/pkg/usage"
 )
 
-// adminRoutes are the operator's account routes (DESIGN §3), answering
-// Authorization: Bearer <DOCRENDER_ADMIN_TOKEN>. Without a token they do
-// not exist: 404 like any unknown path.
-func (s *Server) adminRoutes(e *echo.Echo) {
-	if s.Config.AdminToken == "" {
-		return
-	}
+// requireAdmin guards the operator's account routes (DESIGN §3):
+// Authorization: Bearer <DOCRENDER_ADMIN_TOKEN>.
+func (s *Server) requireAdmin() echo.MiddlewareFunc {
 	want := sha256.Sum256([]byte(s.Config.AdminToken))
-	admin := func(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			// Hashes first: the comparison takes as long whatever the
 			// length of what was sent.
@@ -41,8 +39,6 @@ func (s *Server) adminRoutes(e *echo.Echo) {
 			return next(c)
 		}
 	}
-	e.GET("/api/admin/accounts", s.adminListAccounts, admin)
-	e.PATCH("/api/admin/accounts/:id", s.adminPatchAccount, admin)
 }
 
 // adminAccount is an account as the operator sees it.
@@ -80,9 +76,9 @@ func (s *Server) adminAccountOf(c echo.Context, u *account.User) (adminAccount, 
 	}
 	plan := s.acct.Plan(u.Plan)
 	return adminAccount{
-		ID: u.ID, Email: u.Email, Plan: plan.Name, Disabled: off, CreatedAt: isoTime(u.CreatedAt),
+		ID: u.ID, Email: u.Email, Plan: plan.Name, Disabled: off, CreatedAt: apitime.Format(u.CreatedAt),
 		Usage: adminUsage{
-			Period: account.Period(time.Now()), ConversionsUsed: used, ConversionsLimit: plan.Conversions,
+			Period: usage.Period(time.Now()), ConversionsUsed: used, ConversionsLimit: plan.Conversions,
 			HostedCount: hosted, HostedLimit: plan.Hosted,
 		},
 	}, nil

@@ -10,7 +10,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/docrender/docrender/gateway/account"
-	"github.com/docrender/docrender/pkg/apierr"
+	"github.com/docrender/docrender/gateway/server/apierr"
+	"github.com/docrender/docrender/pkg/apitime"
 	"github.com/docrender/docrender/pkg/pdfopts"
 	"github.com/docrender/docrender/pkg/state"
 )
@@ -86,7 +87,9 @@ func (s *Server) requireKey(next echo.HandlerFunc) echo.HandlerFunc {
 				c.Set(ctxUser, u)
 				return next(c)
 			}
-			if forbidden(err) {
+			if forbidden(err) || errors.Is(err, account.ErrDisabled) {
+				// A cross-site cookie, or a disabled account's session:
+				// say so, not "API key required".
 				return err
 			}
 		}
@@ -140,7 +143,7 @@ type credentials struct {
 }
 
 func userJSON(u *account.User) map[string]any {
-	return map[string]any{"id": u.ID, "email": u.Email, "plan": u.Plan, "createdAt": u.CreatedAt.Format(time.RFC3339)}
+	return map[string]any{"id": u.ID, "email": u.Email, "plan": u.Plan, "createdAt": apitime.Format(u.CreatedAt)}
 }
 
 func (s *Server) startSession(c echo.Context, u *account.User, status int) error {
@@ -215,9 +218,9 @@ func (s *Server) deleteAccount(c echo.Context) error {
 }
 
 func keyJSON(k *account.Key) map[string]any {
-	m := map[string]any{"id": k.ID, "name": k.Name, "prefix": k.Prefix, "createdAt": k.CreatedAt.Format(time.RFC3339), "expiresAt": nil}
+	m := map[string]any{"id": k.ID, "name": k.Name, "prefix": k.Prefix, "createdAt": apitime.Format(k.CreatedAt), "expiresAt": nil}
 	if k.ExpiresAt != nil {
-		m["expiresAt"] = k.ExpiresAt.UTC().Format(time.RFC3339)
+		m["expiresAt"] = apitime.Format(*k.ExpiresAt)
 	}
 	return m
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/docrender/docrender/pkg/apierr"
+	"github.com/docrender/docrender/gateway/server/apierr"
 )
 
 // Login and register throttling (DESIGN §5). The counters live in the state

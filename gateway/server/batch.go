@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -14,9 +13,11 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/docrender/docrender/gateway/account"
-	"github.com/docrender/docrender/pkg/apierr"
+	"github.com/docrender/docrender/gateway/server/apierr"
 	"github.com/docrender/docrender/pkg/batch"
-	"github.com/docrender/docrender/pkg/files"
+	"github.com/docrender/docrender/pkg/blob"
+	"github.com/docrender/docrender/pkg/ids"
+	"github.com/docrender/docrender/pkg/invalid"
 	"github.com/docrender/docrender/pkg/netguard"
 	"github.com/docrender/docrender/pkg/pdfopts"
 	"github.com/docrender/docrender/proto/jobspb"
@@ -31,8 +32,6 @@ const (
 	syncPoll = 200 * time.Millisecond
 	// syncMaxWait bounds a non-stream request; the batch itself goes on.
 	syncMaxWait = 2 * time.Hour
-	// inputWriters is how many document inputs are written to the blob store at once.
-	inputWriters = 8
 	// sseMaxFailures ends a progress stream whose state store stopped answering.
 	sseMaxFailures = 10
 )
@@ -48,18 +47,16 @@ type batchAPI struct {
 	closeOnce sync.Once
 }
 
-// batchRoutes are batch generation and its progress (spec 4.3-4.5).
-func (s *Server) batchRoutes(e *echo.Echo) {
+// newBatchAPI serves batch generation and its progress (spec 4.3-4.5).
+func newBatchAPI(s *Server) *batchAPI {
 	b := &batchAPI{
 		s:       s,
 		tracker: batch.New(s.State, s.Queue, s.files, s.Blobs, s.Log.With("component", "batch")),
 		hooks:   netguard.New(s.Config.WebhookAllowHosts),
 		closing: make(chan struct{}),
 	}
-	s.batches = b
-	e.POST("/pdf/generate-batch", b.generate, s.requireKey)
-	e.GET("/pdf/progress/:batchId", b.progress, s.requireKey)
-	e.GET("/pdf/progress/:batchId/stream", b.stream, s.requireKey)
+	b.tracker.Instrument(s.Metrics)
+	return b
 }
 
 // batchRequest is the body of POST /pdf/generate-batch.
@@ -136,9 +133,9 @@ func (p *batchPlan) readDocuments(docs []batchDocument) error {
 		}
 		name, err := pdfopts.FileName(d.FileName, "")
 		if err != nil {
-			var ae *apierr.Error
-			if errors.As(err, &ae) {
-				return apierr.Invalid(field+".fileName", strings.TrimPrefix(ae.Message, "Invalid value for fileName: "))
+			var bad *invalid.Error
+			if errors.As(err, &bad) {
+				return apierr.Invalid(field+".fileName", bad.Problem)
 			}
 			return err
 		}
@@ -219,119 +216,42 @@ func (b *batchAPI) generate(c echo.Context) error {
 	return b.answerWhenDone(c, rec)
 }
 
-// usageKey is the conversion counter account.ReserveConversions charges
-// (package account keeps it unexported): the batch gives failed documents
-// back to it from the worker. The batch e2e tests check the give-back.
-func usageKey(u *account.User, now time.Time) string {
-	return "usage:" + u.ID + ":" + account.Period(now)
-}
-
-// start reserves the batch's conversions (and hosted slot), stores its
-// inputs and record and queues one render job per document. A failure
-// before the jobs are queued gives everything back.
+// start reserves the batch's conversions (and hosted slot) and hands the
+// batch to package batch, which owns them from then on (batch.Submit).
 func (b *batchAPI) start(c echo.Context, u *account.User, p *batchPlan) (*batch.Record, error) {
 	ctx := c.Request().Context()
 	now := time.Now().UTC()
 	plan := b.s.acct.Plan(u.Plan)
-	id := files.NewID()
+	id := ids.New()
 	rec := &batch.Record{
 		ID: id, OwnerID: u.ID, RequestID: requestID(c), Name: p.name, Total: len(p.html),
 		Host: p.host, UserType: p.opts.UserType, ZipID: id, BaseURL: b.s.Config.BaseURL,
-		UsageKey: usageKey(u, now), Retention: plan.Retention, CreatedAt: now, Webhook: p.webhook,
+		Retention: plan.Retention, CreatedAt: now, Webhook: p.webhook,
 	}
 	if p.host {
-		rec.ZipID, rec.HostedExpiresAt = files.NewID(), now.Add(plan.Retention)
+		rec.ZipID, rec.HostedExpiresAt = ids.New(), now.Add(plan.Retention)
 	}
-	if err := b.s.acct.ReserveConversions(ctx, u, int64(rec.Total)); err != nil {
+	charge, err := b.s.acct.ReserveConversions(ctx, u, int64(rec.Total))
+	if err != nil {
 		return nil, err
 	}
-	undo := func() {
-		bg := context.WithoutCancel(ctx)
-		_ = b.s.acct.ReleaseConversions(bg, u, int64(rec.Total))
-		if p.host {
-			_ = b.s.files.ReleaseHosted(bg, u.ID, rec.ZipID)
-		}
-		b.s.cleanup(batch.Prefix(id))
-	}
+	rec.Charge = charge
 	if p.host {
 		if err := b.s.files.ReserveHosted(ctx, u.ID, rec.ZipID, rec.HostedExpiresAt, plan.Hosted); err != nil {
-			_ = b.s.acct.ReleaseConversions(context.WithoutCancel(ctx), u, int64(rec.Total))
+			_ = b.s.acct.ReleaseConversions(context.WithoutCancel(ctx), charge)
 			return nil, err
 		}
 	}
-	if err := b.writeInputs(ctx, id, p.html); err != nil {
-		undo()
-		return nil, fmt.Errorf("batch inputs: %w", err)
+	names := batch.EntryNames(p.fileNames)
+	docs := make([]batch.Document, len(names))
+	for i := range docs {
+		docs[i] = batch.Document{EntryName: names[i], HTML: p.html[i]}
 	}
-	if err := b.tracker.Create(ctx, rec, batch.EntryNames(p.fileNames)); err != nil {
-		undo()
-		return nil, err
-	}
-	if err := b.publish(ctx, c, rec, p); err != nil {
+	render := &jobspb.RenderJob{Page: p.opts.Page, Watermark: p.opts.Watermark}
+	if err := b.tracker.Submit(ctx, rec, docs, render, b.s.Config.RenderTimeout); err != nil {
 		return nil, err
 	}
 	return rec, nil
-}
-
-// writeInputs stores each document's HTML as the index.html of its own bundle.
-func (b *batchAPI) writeInputs(ctx context.Context, id string, html []string) error {
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-	)
-	sem := make(chan struct{}, inputWriters)
-	for i, h := range html {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			err := b.s.Blobs.Put(ctx, batch.InputPrefix(id, i)+"index.html", strings.NewReader(h), int64(len(h)))
-			if err != nil {
-				mu.Lock()
-				first = errors.Join(first, err)
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	return first
-}
-
-// publish queues one render job per document. If the queue refuses one,
-// the batch fails at once: the queued documents will be skipped, and the
-// conversions of the rest are given back here.
-func (b *batchAPI) publish(ctx context.Context, c echo.Context, rec *batch.Record, p *batchPlan) error {
-	for i := range rec.Total {
-		job := &jobspb.Job{
-			// Deterministic: a publish retried after a lost ack is deduplicated.
-			Id:         rec.ID + "-" + strconv.Itoa(i),
-			RequestId:  rec.RequestID,
-			AccountId:  rec.OwnerID,
-			BatchId:    rec.ID,
-			BatchIndex: int32(i),
-			OutputKey:  batch.PDFKey(rec.ID, i),
-			TimeoutMs:  b.s.Config.RenderTimeout.Milliseconds(),
-			Kind: &jobspb.Job_Render{Render: &jobspb.RenderJob{
-				BundlePrefix: batch.InputPrefix(rec.ID, i), Files: []string{"index.html"}, Entry: "index.html",
-				Page: p.opts.Page, Watermark: p.opts.Watermark,
-			}},
-		}
-		if err := b.s.Queue.Publish(ctx, job); err != nil {
-			bg := context.WithoutCancel(ctx)
-			logger(c).Error("queuing a batch failed", "batch_id", rec.ID, "queued", i, "err", err)
-			if won, ferr := b.tracker.Fail(bg, rec, fmt.Sprintf("The batch could not be queued (%d of %d documents queued).", i, rec.Total)); ferr != nil {
-				logger(c).Error("failing the batch failed", "batch_id", rec.ID, "err", ferr)
-			} else if won {
-				b.s.Metrics.BatchFinished("error")
-			}
-			if rerr := b.tracker.ReleaseUnqueued(bg, rec, i); rerr != nil {
-				logger(c).Error("giving back unqueued documents failed", "batch_id", rec.ID, "err", rerr)
-			}
-			return queueError(err)
-		}
-	}
-	return nil
 }
 
 // waitDone polls the batch until it ends or ctx does.
@@ -391,7 +311,7 @@ func (b *batchAPI) answerWhenDone(c echo.Context, rec *batch.Record) error {
 	}
 	// The ZIP was answered, not announced: nobody else will fetch it.
 	defer b.dropZip(ctx, rec)
-	return b.s.sendBlob(c, files.BlobKey(rec.ZipID), rec.Name+".zip", "application/zip", "attachment")
+	return b.s.sendBlob(c, blob.FileKey(rec.ZipID), rec.Name+".zip", "application/zip", "attachment")
 }
 
 // dropZip deletes a non-stream batch's ZIP once it was sent.

@@ -6,17 +6,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/docrender/docrender/gateway/account"
 	"github.com/docrender/docrender/pkg/config"
+	"github.com/docrender/docrender/pkg/usage"
 )
-
-// billingRoutes are usage and plans (spec 4.15, DESIGN §3), for a signed-in
-// user: session cookie or bearer session token. There is no payment.
-func (s *Server) billingRoutes(e *echo.Echo) {
-	e.GET("/api/billing/usage", s.usage, s.requireSession)
-	e.GET("/api/billing/subscription", s.subscription, s.requireSession)
-	e.POST("/api/billing/subscription/change-plan", s.changePlan, s.requireSession)
-}
 
 type usageData struct {
 	Plan             string `json:"plan"`
@@ -41,7 +33,7 @@ func (s *Server) usage(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{"success": true, "data": usageData{
-		Plan: plan.Name, Period: account.Period(time.Now()), ConversionsUsed: used,
+		Plan: plan.Name, Period: usage.Period(time.Now()), ConversionsUsed: used,
 		ConversionsLimit: plan.Conversions, HostedCount: hosted, HostedLimit: plan.Hosted,
 	}})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/docrender/docrender/gateway/account"
+	"github.com/docrender/docrender/pkg/blob"
 	"github.com/docrender/docrender/pkg/files"
 	"github.com/docrender/docrender/pkg/pdfopts"
 	"github.com/docrender/docrender/proto/jobspb"
@@ -130,5 +131,5 @@ func (s *Server) answerStored(c echo.Context, sg *storedGenerate, f *files.File)
 	if sg.host {
 		return s.hostedResponse(c, f)
 	}
-	return s.sendBlob(c, files.BlobKey(f.ID), f.Name, f.ContentType, "attachment")
+	return s.sendBlob(c, blob.FileKey(f.ID), f.Name, f.ContentType, "attachment")
 }

@@ -17,9 +17,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/docrender/docrender/gateway/account"
-	"github.com/docrender/docrender/pkg/apierr"
+	"github.com/docrender/docrender/gateway/server/apierr"
 	"github.com/docrender/docrender/pkg/config"
+	"github.com/docrender/docrender/pkg/ids"
 	"github.com/docrender/docrender/pkg/logging"
 )
 
@@ -195,7 +195,7 @@ func (s *Server) requestIDs(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		id := c.Request().Header.Get(echo.HeaderXRequestID)
 		if !validRequestID(id) {
-			id = account.RandomID()
+			id = ids.New()
 		}
 		c.Response().Header().Set(echo.HeaderXRequestID, id)
 		c.Set("log", s.Log.With("request_id", id))

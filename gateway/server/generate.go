@@ -10,7 +10,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/docrender/docrender/pkg/apierr"
+	"github.com/docrender/docrender/gateway/server/apierr"
+	"github.com/docrender/docrender/pkg/blob"
 	"github.com/docrender/docrender/pkg/filename"
 	"github.com/docrender/docrender/pkg/pdfopts"
 	"github.com/docrender/docrender/proto/jobspb"
@@ -21,9 +22,9 @@ func (s *Server) generate(c echo.Context) error {
 	ctx := c.Request().Context()
 	u := currentUser(c)
 	job := s.newJob(c, u)
-	prefix := "jobs/" + job.Id + "/in/"
+	prefix := blob.JobInputs(job.Id)
 	// Inputs and the unhosted result are temporary: gone once answered.
-	defer s.cleanup("jobs/" + job.Id + "/")
+	defer s.cleanup(blob.JobDir(job.Id))
 
 	up, err := readUpload(c, s.Blobs, prefix)
 	if err != nil {
@@ -58,16 +59,11 @@ func (s *Server) generate(c echo.Context) error {
 	if sg != nil {
 		job.OutputKey = sg.BlobKey()
 	}
-	if err := s.acct.ReserveConversions(ctx, u, 1); err != nil {
-		sg.abandon(c)
-		return err
-	}
 	job.Kind = &jobspb.Job_Render{Render: &jobspb.RenderJob{
 		BundlePrefix: prefix, Files: up.names(), Entry: entry, Page: opts.Page, Watermark: opts.Watermark,
 	}}
-	res, err := s.runJob(ctx, job)
+	res, err := s.runCharged(ctx, u, job)
 	if err != nil {
-		_ = s.acct.ReleaseConversions(context.WithoutCancel(ctx), u, 1)
 		sg.abandon(c)
 		return err
 	}

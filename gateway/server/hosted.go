@@ -12,30 +12,11 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/docrender/docrender/gateway/account"
-	"github.com/docrender/docrender/pkg/apierr"
+	"github.com/docrender/docrender/gateway/server/apierr"
+	"github.com/docrender/docrender/pkg/apitime"
 	"github.com/docrender/docrender/pkg/blob"
 	"github.com/docrender/docrender/pkg/files"
 )
-
-// hostedRoutes are the stored-file paths: hosted PDFs (spec 4.10-4.14),
-// view/download/metadata (4.7-4.9) and billing (4.15).
-//
-// /api/hosted-pdfs/list and /stats are static routes, which Echo matches
-// before the :pdfId parameter route, so "list" is never read as an ID.
-func (s *Server) hostedRoutes(e *echo.Echo) {
-	getHead := []string{http.MethodGet, http.MethodHead}
-	e.GET("/api/hosted-pdfs/list", s.listHosted, s.requireSession)
-	e.GET("/api/hosted-pdfs/stats", s.hostedStats, s.requireSession)
-	e.Match(getHead, "/api/hosted-pdfs/:pdfId", s.serveFile("pdfId", "inline"))
-	e.GET("/api/hosted-pdfs/:pdfId/metadata", s.hostedMetadata)
-	e.DELETE("/api/hosted-pdfs/:pdfId", s.deleteHosted, s.requireSession)
-
-	e.Match(getHead, "/pdf/view/:id", s.serveFile("id", "inline"))
-	e.Match(getHead, "/pdf/download/:id", s.serveFile("id", "attachment"))
-	e.GET("/pdf/metadata/:id", s.sharedMetadata)
-
-	s.billingRoutes(e)
-}
 
 // viewer is the account reading a stored file: the owner of a valid API key
 // or session, else "" (anonymous). Unlike requireKey, bad credentials are
@@ -86,10 +67,10 @@ func (s *Server) serveFile(param, disposition string) echo.HandlerFunc {
 // (http.ServeContent; both blob stores hand out seekable readers).
 func (s *Server) sendFile(c echo.Context, f *files.File, disposition string) error {
 	ctx := c.Request().Context()
-	rc, _, err := s.Blobs.Get(ctx, files.BlobKey(f.ID))
+	rc, _, err := s.Blobs.Get(ctx, blob.FileKey(f.ID))
 	if errors.Is(err, blob.ErrNotFound) {
 		// Deleted or swept between the record read and now.
-		return files.ErrNotFound()
+		return files.ErrNotFound
 	}
 	if err != nil {
 		return fmt.Errorf("read stored file: %w", err)
@@ -161,7 +142,7 @@ func (s *Server) metadataOf(ctx context.Context, f *files.File) (hostedMetadata,
 	}
 	return hostedMetadata{
 		ID: f.RecordID, PdfID: f.ID, OriginalName: f.Name, FileSize: f.Size, URL: s.fileURL(f.ID),
-		ExpiresAt: isoTime(f.ExpiresAt), IsPublic: f.Public(), Downloads: n, CreatedAt: isoTime(f.CreatedAt),
+		ExpiresAt: apitime.Format(f.ExpiresAt), IsPublic: f.Public(), Downloads: n, CreatedAt: apitime.Format(f.CreatedAt),
 	}, nil
 }
 
@@ -200,7 +181,7 @@ func (s *Server) sharedMetadata(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, sharedMetadata{
-		UserType: f.UserType, Expires: isoTime(f.ExpiresAt), FileName: storedName(f), OriginalName: f.Name,
+		UserType: f.UserType, Expires: apitime.Format(f.ExpiresAt), FileName: storedName(f), OriginalName: f.Name,
 		RequiresAuth: !f.Public(), IsShared: f.Public(),
 	})
 }

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"io"
 
-	"github.com/docrender/docrender/pkg/apierr"
+	"github.com/docrender/docrender/gateway/server/apierr"
 	"github.com/docrender/docrender/pkg/limits"
 )
 

@@ -6,7 +6,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/docrender/docrender/pkg/apierr"
+	"github.com/docrender/docrender/gateway/server/apierr"
 	"github.com/docrender/docrender/pkg/limits/limitstest"
 )
 

@@ -10,37 +10,23 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/docrender/docrender/gateway/account"
-	"github.com/docrender/docrender/pkg/apierr"
+	"github.com/docrender/docrender/gateway/server/apierr"
+	"github.com/docrender/docrender/pkg/blob"
+	"github.com/docrender/docrender/pkg/ids"
 	"github.com/docrender/docrender/pkg/queue"
 	"github.com/docrender/docrender/proto/jobspb"
 )
 
 // newJob fills the fields every job carries.
 func (s *Server) newJob(c echo.Context, u *account.User) *jobspb.Job {
-	id := account.RandomID()
+	id := ids.New()
 	return &jobspb.Job{
 		Id:        id,
 		RequestId: requestID(c),
 		AccountId: u.ID,
-		OutputKey: "jobs/" + id + "/out.pdf",
+		OutputKey: blob.JobResult(id),
 		TimeoutMs: s.Config.RenderTimeout.Milliseconds(),
 	}
-}
-
-// queueError maps a failure to enqueue to its HTTP answer.
-func queueError(err error) error {
-	switch {
-	case errors.Is(err, queue.ErrQueueFull):
-		e := apierr.New(http.StatusTooManyRequests, "The render queue is full. Retry shortly.")
-		e.Header = map[string]string{"Retry-After": "5"}
-		e.Err = err
-		return e
-	case errors.Is(err, queue.ErrUnavailable):
-		e := apierr.Wrap(http.StatusServiceUnavailable, "The job queue is unavailable. Retry shortly.", err)
-		e.Header = map[string]string{"Retry-After": "2"}
-		return e
-	}
-	return fmt.Errorf("enqueue: %w", err)
 }
 
 // runJob submits job and waits for its result; a failed job becomes the API
@@ -51,7 +37,7 @@ func (s *Server) runJob(ctx context.Context, job *jobspb.Job) (*jobspb.Result, e
 		// A publish that timed out may still have been stored: make sure
 		// the job, if it ever runs, is skipped.
 		_ = s.Queue.CancelJob(job.Id)
-		return nil, queueError(err)
+		return nil, fmt.Errorf("enqueue: %w", err)
 	}
 	// Every try may take the full render timeout; give up well after the last.
 	wait := time.Duration(job.TimeoutMs)*time.Millisecond*queue.MaxDeliver + 30*time.Second
@@ -70,6 +56,24 @@ func (s *Server) runJob(ctx context.Context, job *jobspb.Job) (*jobspb.Result, e
 		return nil, apierr.Wrap(http.StatusInternalServerError, "Rendering timed out.", err)
 	}
 	return res, resultError(res)
+}
+
+// runCharged runs job as one conversion of u's plan: reserved before the
+// job is queued (429 when the month is used up), given back when the job
+// produces nothing. Generate and merge run through it.
+func (s *Server) runCharged(ctx context.Context, u *account.User, job *jobspb.Job) (*jobspb.Result, error) {
+	charge, err := s.acct.ReserveConversions(ctx, u, 1)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.runJob(ctx, job)
+	if err != nil {
+		if rerr := s.acct.ReleaseConversions(context.WithoutCancel(ctx), charge); rerr != nil {
+			s.Log.Warn("giving a conversion back failed", "job_id", job.Id, "err", rerr)
+		}
+		return nil, err
+	}
+	return res, nil
 }
 
 // resultError maps a worker's failure to the client's error.

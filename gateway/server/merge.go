@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -13,7 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/docrender/docrender/gateway/account"
-	"github.com/docrender/docrender/pkg/apierr"
+	"github.com/docrender/docrender/gateway/server/apierr"
 	"github.com/docrender/docrender/pkg/blob"
 	"github.com/docrender/docrender/pkg/pdfopts"
 	"github.com/docrender/docrender/proto/jobspb"
@@ -50,9 +49,9 @@ func (s *Server) merge(c echo.Context) error {
 	u := currentUser(c)
 	job := s.newJob(c, u)
 	// Inputs and the unhosted result are temporary: gone once answered.
-	defer s.cleanup("jobs/" + job.Id + "/")
+	defer s.cleanup(blob.JobDir(job.Id))
 
-	req, err := s.readMerge(c, "jobs/"+job.Id+"/in/")
+	req, err := s.readMerge(c, blob.JobInputs(job.Id))
 	if err != nil {
 		return err
 	}
@@ -85,23 +84,12 @@ func (s *Server) merge(c echo.Context) error {
 // headerPages carries the page count of a merged PDF.
 const headerPages = "X-PDF-Pages"
 
-// runMerge reserves the conversion and runs the job; a failed merge gives
-// the conversion back.
+// runMerge runs the merge as one conversion (runCharged).
 func (s *Server) runMerge(ctx context.Context, u *account.User, job *jobspb.Job, req *mergeRequest) (*jobspb.Result, error) {
-	if err := s.acct.ReserveConversions(ctx, u, 1); err != nil {
-		return nil, err
-	}
 	job.Kind = &jobspb.Job_Merge{Merge: &jobspb.MergeJob{
 		InputKeys: req.keys, InputNames: req.names, Watermark: req.watermark,
 	}}
-	res, err := s.runJob(ctx, job)
-	if err != nil {
-		if rerr := s.acct.ReleaseConversions(context.WithoutCancel(ctx), u, 1); rerr != nil {
-			s.Log.Warn("release conversion", "job_id", job.Id, "err", rerr)
-		}
-		return nil, err
-	}
-	return res, nil
+	return s.runCharged(ctx, u, job)
 }
 
 // readMerge streams the uploads into the blob store and validates the
@@ -198,34 +186,8 @@ func (s *pdfSniffer) notPDF() string {
 // generate upload's name-keyed bundle refuses. The client's names are kept
 // for error messages.
 func readMergeParts(c echo.Context, blobs blob.Store, prefix string) (*mergeUpload, error) {
-	mr, err := c.Request().MultipartReader()
-	if err != nil {
-		return nil, apierr.Bad("Malformed multipart body: %v", err)
-	}
-	ctx := c.Request().Context()
 	up := &mergeUpload{}
-	for {
-		part, err := mr.NextPart()
-		if errors.Is(err, io.EOF) {
-			return up, nil
-		}
-		if err != nil {
-			return nil, bodyError(err)
-		}
-		err = up.readPart(ctx, part.FormName(), rawFileName(part), part.Header.Get("Content-Type"), part, blobs, prefix)
-		part.Close()
-		if err != nil {
-			return nil, err
-		}
-	}
-}
-
-func (up *mergeUpload) readPart(ctx context.Context, field, name, mimeType string, r io.Reader, blobs blob.Store, prefix string) error {
-	if mimeType == "" {
-		mimeType = "application/octet-stream"
-	}
-	switch field {
-	case "files":
+	form, err := readForm(c, func(ctx context.Context, name, mimeType string, r io.Reader) error {
 		// The names are labels only, but they travel in the job.
 		if err := utf8Name(name); err != nil {
 			return err
@@ -249,24 +211,13 @@ func (up *mergeUpload) readPart(ctx context.Context, field, name, mimeType strin
 		up.names = append(up.names, name)
 		up.notPDF = append(up.notPDF, sn.notPDF())
 		up.received = append(up.received, uploadedFile{Name: name, MimeType: mimeType})
-	case "options":
-		b, err := io.ReadAll(io.LimitReader(r, 1<<20+1))
-		if err != nil {
-			return bodyError(err)
-		}
-		if len(b) > 1<<20 {
-			return apierr.Invalid("options", "larger than 1 MiB")
-		}
-		up.options = string(b)
-	default:
-		if name != "" {
-			up.otherParts = append(up.otherParts, field)
-		}
-		if _, err := io.Copy(io.Discard, r); err != nil {
-			return bodyError(err)
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	up.options, up.otherParts = form.options, form.otherParts
+	return up, nil
 }
 
 // parseOptions validates the options field: fileName (default
@@ -283,13 +234,8 @@ func (up *mergeUpload) parseOptions() error {
 		return err
 	}
 	up.host = raw.Host != nil && *raw.Host
-	if raw.UserType != nil {
-		switch ut := strings.ToLower(strings.TrimSpace(*raw.UserType)); ut {
-		case "guest", "registered":
-			up.userType = ut
-		default:
-			return apierr.Invalid("userType", "must be guest or registered")
-		}
+	if up.userType, err = pdfopts.UserType(raw.UserType); err != nil {
+		return err
 	}
 	up.watermark, err = pdfopts.ParseWatermark(raw.Watermark)
 	return err

@@ -13,19 +13,52 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/docrender/docrender/gateway/account"
-	"github.com/docrender/docrender/pkg/apierr"
+	"github.com/docrender/docrender/gateway/server/apierr"
 	"github.com/docrender/docrender/pkg/blob"
 	"github.com/docrender/docrender/pkg/config"
 	"github.com/docrender/docrender/pkg/files"
 	"github.com/docrender/docrender/pkg/metrics"
 	"github.com/docrender/docrender/pkg/queue"
 	"github.com/docrender/docrender/pkg/state"
+	"github.com/docrender/docrender/proto/jobspb"
 )
+
+// Queue is what the gateway needs of the job queue: pkg/queue's Conn
+// (through NATSQueue), or a fake in the handler tests.
+type Queue interface {
+	// Submit queues a job whose result the caller waits for.
+	Submit(ctx context.Context, job *jobspb.Job) (Waiter, error)
+	// Publish queues a job nobody waits for (batch documents).
+	Publish(ctx context.Context, job *jobspb.Job) error
+	// PublishWebhook queues a webhook delivery (a batch that failed to start).
+	PublishWebhook(ctx context.Context, d *jobspb.WebhookDelivery) error
+	// CancelJob tells the workers a job's client left.
+	CancelJob(id string) error
+	// Ready says whether jobs can be queued now.
+	Ready(ctx context.Context) error
+}
+
+// Waiter is a submitted job's result to come.
+type Waiter interface {
+	Wait(ctx context.Context) (*jobspb.Result, error)
+}
+
+// NATSQueue is the Queue of a *queue.Conn.
+type NATSQueue struct{ *queue.Conn }
+
+// Submit queues job on the connection.
+func (q NATSQueue) Submit(ctx context.Context, job *jobspb.Job) (Waiter, error) {
+	p, err := q.Conn.Submit(ctx, job)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
 
 // Deps are what the server is built from.
 type Deps struct {
 	Config config.Config
-	Queue  *queue.Conn
+	Queue  Queue
 	State  state.Store
 	Blobs  blob.Store
 	Log    *slog.Logger
@@ -78,31 +111,9 @@ func (s *Server) Files() *files.Store { return s.files }
 // Accounts exposes the account service (tests and tools create users with it).
 func (s *Server) Accounts() *account.Service { return s.acct }
 
-func (s *Server) routes() {
-	e := s.e
-	key := s.requireKey
-	e.POST("/pdf/generate", s.generate, key)
-
-	e.POST("/api/auth/register", s.register)
-	e.POST("/api/auth/login", s.login)
-	e.POST("/api/auth/logout", s.logout)
-	e.GET("/api/auth/me", s.me, s.requireSession)
-	e.DELETE("/api/auth/account", s.deleteAccount, s.requireSession)
-	e.POST("/api/keys", s.createKey, s.requireSession)
-	e.GET("/api/keys", s.listKeys, s.requireSession)
-	e.DELETE("/api/keys/:id", s.revokeKey, s.requireSession)
-
-	s.hostedRoutes(e)
-	s.batchRoutes(e)
-	s.toolRoutes(e)
-	s.adminRoutes(e)
-
-	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]any{"status": "ok"}) })
-	e.GET("/readyz", s.readyz)
-	if s.Config.MetricsAddr == "" {
-		// Otherwise on its own listener (app.go), kept private by the operator.
-		e.GET("/metrics", echo.WrapHandler(s.Metrics.Handler()))
-	}
+// healthz says the process answers.
+func (s *Server) healthz(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]any{"status": "ok"})
 }
 
 func (s *Server) readyz(c echo.Context) error {
@@ -111,12 +122,7 @@ func (s *Server) readyz(c echo.Context) error {
 	checks := map[string]func(context.Context) error{
 		"state": s.State.Ready,
 		"blobs": s.Blobs.Ready,
-		"queue": func(context.Context) error {
-			if !s.Queue.NATS().IsConnected() {
-				return errors.New("not connected")
-			}
-			return nil
-		},
+		"queue": s.Queue.Ready,
 	}
 	for k, f := range s.Ready {
 		checks[k] = f
@@ -155,11 +161,7 @@ func (s *Server) writeError(err error, c echo.Context) {
 	}
 	var ae *apierr.Error
 	var he *echo.HTTPError
-	var mbe *http.MaxBytesError
 	switch {
-	case errors.As(err, &ae):
-	case errors.As(err, &mbe):
-		ae = apierr.Newf(http.StatusRequestEntityTooLarge, "Request body exceeds the limit of %d bytes.", mbe.Limit)
 	case errors.As(err, &he):
 		switch he.Code {
 		case http.StatusNotFound:
@@ -177,12 +179,8 @@ func (s *Server) writeError(err error, c echo.Context) {
 				ae = apierr.New(he.Code, http.StatusText(he.Code)+".")
 			}
 		}
-	case errors.Is(err, state.ErrUnavailable):
-		// Redis restarting: worth a retry in a moment, like a NATS outage.
-		ae = apierr.Wrap(http.StatusServiceUnavailable, "The state store is unavailable. Retry shortly.", err)
-		ae.Header = map[string]string{"Retry-After": "2"}
 	default:
-		ae = apierr.As(err)
+		ae = httpError(err)
 	}
 	if ae.Status >= 500 {
 		logger(c).Error("request failed", "status", ae.Status, "err", err)

@@ -9,12 +9,11 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/docrender/docrender/gateway/account"
+	"github.com/docrender/docrender/pkg/apitime"
+	"github.com/docrender/docrender/pkg/blob"
 	"github.com/docrender/docrender/pkg/files"
+	"github.com/docrender/docrender/pkg/ids"
 )
-
-// isoTime formats a time as ISO 8601 in UTC with milliseconds, the form
-// JavaScript's Date.toISOString gives, so clients parse it anywhere.
-func isoTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
 
 // fileURL is the public address of a stored file (spec 2.2).
 func (s *Server) fileURL(id string) string { return s.Config.BaseURL + "/api/hosted-pdfs/" + id }
@@ -54,7 +53,7 @@ func (s *Server) reserveFile(ctx context.Context, u *account.User, spec StoreSpe
 	plan := s.acct.Plan(u.Plan)
 	now := time.Now().UTC()
 	f := &files.File{
-		ID: files.NewID(), OwnerID: u.ID, Name: spec.Name, ContentType: spec.ContentType,
+		ID: ids.New(), OwnerID: u.ID, Name: spec.Name, ContentType: spec.ContentType,
 		UserType: spec.UserType, Hosted: spec.Hosted, CreatedAt: now, ExpiresAt: now.Add(plan.Retention),
 		DocumentID: spec.DocumentID, InputHash: spec.InputHash,
 	}
@@ -87,7 +86,7 @@ func (s *Server) reserveFile(ctx context.Context, u *account.User, spec StoreSpe
 func (p *PendingFile) ID() string { return p.file.ID }
 
 // BlobKey is where the job must write the result.
-func (p *PendingFile) BlobKey() string { return files.BlobKey(p.file.ID) }
+func (p *PendingFile) BlobKey() string { return blob.FileKey(p.file.ID) }
 
 // Abandon gives back the hosted slot and deletes whatever the job wrote.
 func (p *PendingFile) Abandon(ctx context.Context) {
@@ -150,5 +149,5 @@ type hostedResult struct {
 
 // hostedResponse answers with spec 2.2 for a stored file.
 func (s *Server) hostedResponse(c echo.Context, f *files.File) error {
-	return c.JSON(http.StatusOK, hostedResult{URL: s.fileURL(f.ID), PdfID: f.ID, ExpiresAt: isoTime(f.ExpiresAt)})
+	return c.JSON(http.StatusOK, hostedResult{URL: s.fileURL(f.ID), PdfID: f.ID, ExpiresAt: apitime.Format(f.ExpiresAt)})
 }

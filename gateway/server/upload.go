@@ -16,8 +16,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/docrender/docrender/pkg/apierr"
+	"github.com/docrender/docrender/gateway/server/apierr"
 	"github.com/docrender/docrender/pkg/blob"
+	"github.com/docrender/docrender/pkg/invalid"
 )
 
 // upload is a multipart request whose files were streamed into the blob store.
@@ -47,74 +48,38 @@ func readUpload(c echo.Context, blobs blob.Store, prefix string) (*upload, error
 		return nil, apierr.Bad("Expected multipart/form-data with the HTML under the key \"files\".").
 			WithHint("Send the request as multipart/form-data, e.g. curl -F files=@index.html.")
 	}
-	mr, err := c.Request().MultipartReader()
-	if err != nil {
-		return nil, apierr.Bad("Malformed multipart body: %v", err)
-	}
-	ctx := c.Request().Context()
 	u := &upload{prefix: prefix}
 	seen := map[string]bool{}
-	for {
-		part, err := mr.NextPart()
-		if errors.Is(err, io.EOF) {
-			break
-		}
+	form, err := readForm(c, func(ctx context.Context, raw, mimeType string, body io.Reader) error {
+		name, err := cleanName(raw)
 		if err != nil {
-			return u, bodyError(err)
+			return err
 		}
-		switch part.FormName() {
-		case "files":
-			name, err := cleanName(rawFileName(part))
-			if err != nil {
-				part.Close()
-				return u, err
-			}
-			if seen[name] {
-				part.Close()
-				return u, apierr.Bad("Duplicate file name %q among the uploads.", name)
-			}
-			if len(u.files) >= maxFiles {
-				part.Close()
-				return u, apierr.Bad("Too many files: at most %d.", maxFiles)
-			}
-			seen[name] = true
-			body, err := boundImage(name, part)
-			if err != nil {
-				part.Close()
-				return u, err
-			}
-			cr := &countingReader{r: body, sum: sha256.New()}
-			if err := blobs.Put(ctx, prefix+name, cr, -1); err != nil {
-				part.Close()
-				if cr.err != nil {
-					return u, bodyError(cr.err)
-				}
-				return u, fmt.Errorf("store upload: %w", err)
-			}
-			mt := part.Header.Get("Content-Type")
-			if mt == "" {
-				mt = "application/octet-stream"
-			}
-			u.files = append(u.files, uploadedFile{Name: name, MimeType: mt, Size: cr.n, SHA256: cr.sum.Sum(nil)})
-		case "options":
-			b, err := io.ReadAll(io.LimitReader(part, 1<<20+1))
-			if err != nil {
-				part.Close()
-				return u, bodyError(err)
-			}
-			if len(b) > 1<<20 {
-				return u, apierr.Invalid("options", "larger than 1 MiB")
-			}
-			u.options = string(b)
-		default:
-			if part.FileName() != "" {
-				u.otherParts = append(u.otherParts, part.FormName())
-			}
-			_, _ = io.Copy(io.Discard, part)
+		if seen[name] {
+			return apierr.Bad("Duplicate file name %q among the uploads.", name)
 		}
-		part.Close()
+		if len(u.files) >= maxFiles {
+			return apierr.Bad("Too many files: at most %d.", maxFiles)
+		}
+		seen[name] = true
+		body, err = boundImage(name, body)
+		if err != nil {
+			return err
+		}
+		cr := &countingReader{r: body, sum: sha256.New()}
+		if err := blobs.Put(ctx, prefix+name, cr, -1); err != nil {
+			if cr.err != nil {
+				return bodyError(cr.err)
+			}
+			return fmt.Errorf("store upload: %w", err)
+		}
+		u.files = append(u.files, uploadedFile{Name: name, MimeType: mimeType, Size: cr.n, SHA256: cr.sum.Sum(nil)})
+		return nil
+	})
+	if form != nil {
+		u.options, u.otherParts = form.options, form.otherParts
 	}
-	return u, nil
+	return u, err
 }
 
 // bodyError turns a failure to read the request body into its answer: a
@@ -124,7 +89,8 @@ func readUpload(c echo.Context, blobs blob.Store, prefix string) (*upload, error
 func bodyError(err error) error {
 	var mbe *http.MaxBytesError
 	var ae *apierr.Error
-	if errors.As(err, &mbe) || errors.Is(err, context.Canceled) || errors.As(err, &ae) {
+	var bad *invalid.Error
+	if errors.As(err, &mbe) || errors.Is(err, context.Canceled) || errors.As(err, &ae) || errors.As(err, &bad) {
 		return err
 	}
 	return apierr.Bad("Malformed multipart body: %v", err)

@@ -1,9 +1,15 @@
-// Package batch keeps the state of batch generations (spec 2.5, 3.1, 4.3-4.5)
-// in the state store, so that every gateway can answer for any batch and
-// every worker can advance it. The gateway creates a batch and publishes one
-// render job per document; workers report each document done or failed;
-// the worker that completes the last document queues the ZIP job, and the
-// ZIP job completes the batch.
+// Package batch is the life of a batch generation (spec 2.5, 3.1, 4.3-4.5),
+// kept in the state store so that every gateway can answer for any batch and
+// every worker can advance it:
+//
+//	gateway: reserve conversions (and hosted slot) → Submit (inputs, record,
+//	         one BatchDocumentJob per document) → read Progress / Result
+//	worker:  each document DocDone, or DocNotDone + Fail; the one that makes
+//	         DocDone reach Total queues the ZipJob; the ZIP job's worker builds
+//	         the ZIP and calls Complete (or Fail)
+//
+// The batch owns its reservation from Submit on: a document that produces
+// nothing gives its conversion back, and a failed batch frees its hosted slot.
 //
 // Counting is idempotent: a document counts as done by adding its index to
 // a set, so a redelivered job never counts twice, `current` never exceeds
@@ -18,12 +24,16 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/docrender/docrender/pkg/apitime"
 	"github.com/docrender/docrender/pkg/blob"
 	"github.com/docrender/docrender/pkg/files"
-	"github.com/docrender/docrender/pkg/queue"
+	"github.com/docrender/docrender/pkg/ids"
+	"github.com/docrender/docrender/pkg/metrics"
 	"github.com/docrender/docrender/pkg/state"
+	"github.com/docrender/docrender/pkg/usage"
 	"github.com/docrender/docrender/proto/jobspb"
 )
 
@@ -61,10 +71,10 @@ type Record struct {
 	// or the batch ID itself for a non-hosted ZIP (DESIGN 4.3).
 	ZipID   string `json:"zipId"`
 	BaseURL string `json:"baseUrl"`
-	// UsageKey is the conversion counter the batch was reserved against;
-	// failed documents are given back to it, even after the month changed.
-	UsageKey  string        `json:"usageKey"`
-	Retention time.Duration `json:"retention"`
+	// Charge is the batch's conversions, one per document; a document that
+	// produces nothing gives its one back, to the month that paid.
+	Charge    usage.Reservation `json:"charge"`
+	Retention time.Duration     `json:"retention"`
 	// HostedExpiresAt is the hosted ZIP's expiry, fixed when its slot was reserved.
 	HostedExpiresAt time.Time `json:"hostedExpiresAt,omitzero"`
 	CreatedAt       time.Time `json:"createdAt"`
@@ -103,17 +113,13 @@ type final struct {
 	Result *Result   `json:"result,omitempty"`
 }
 
-// Blob keys of a batch's temporary files; all under Prefix(id).
-func Prefix(id string) string             { return "batches/" + id + "/" }
-func InputPrefix(id string, i int) string { return Prefix(id) + "in/" + strconv.Itoa(i) + "/" }
-func PDFKey(id string, i int) string      { return Prefix(id) + "pdf/" + strconv.Itoa(i) + ".pdf" }
-func recordKey(id string) string          { return "batch:" + id }
-func namesKey(id string) string           { return "batch:" + id + ":names" }
-func doneKey(id string) string            { return "batch:" + id + ":done" }
-func settledKey(id string) string         { return "batch:" + id + ":settled" }
-func finalKey(id string) string           { return "batch:" + id + ":final" }
-func indexMember(i int) string            { return strconv.Itoa(i) }
-func deliveryID(id, event string) string  { return id + "." + event }
+func recordKey(id string) string         { return "batch:" + id }
+func namesKey(id string) string          { return "batch:" + id + ":names" }
+func doneKey(id string) string           { return "batch:" + id + ":done" }
+func settledKey(id string) string        { return "batch:" + id + ":settled" }
+func finalKey(id string) string          { return "batch:" + id + ":final" }
+func indexMember(i int) string           { return strconv.Itoa(i) }
+func deliveryID(id, event string) string { return id + "." + event }
 func progressMessage(current, total int) string {
 	return fmt.Sprintf("Generated %d/%d PDFs", current, total)
 }
@@ -139,19 +145,144 @@ func EntryNames(fileNames []string) []string {
 	return out
 }
 
+// Queue is what a batch needs of the job queue (pkg/queue's Conn).
+type Queue interface {
+	Publish(ctx context.Context, job *jobspb.Job) error
+	PublishWebhook(ctx context.Context, d *jobspb.WebhookDelivery) error
+}
+
 // Tracker reads and advances batches.
 type Tracker struct {
-	st    state.Store
-	q     *queue.Conn
-	files *files.Store
-	blobs blob.Store
-	log   *slog.Logger
-	now   func() time.Time
+	st      state.Store
+	q       Queue
+	files   *files.Store
+	usage   *usage.Meter
+	blobs   blob.Store
+	log     *slog.Logger
+	metrics *metrics.Metrics // nil until Instrument
+	now     func() time.Time
 }
 
 // New returns a tracker. q may be nil where nothing is published (tests).
-func New(st state.Store, q *queue.Conn, fs *files.Store, blobs blob.Store, log *slog.Logger) *Tracker {
-	return &Tracker{st: st, q: q, files: fs, blobs: blobs, log: log, now: time.Now}
+func New(st state.Store, q Queue, fs *files.Store, blobs blob.Store, log *slog.Logger) *Tracker {
+	return &Tracker{st: st, q: q, files: fs, usage: usage.New(st), blobs: blobs, log: log, now: time.Now}
+}
+
+// Instrument counts the batches this tracker ends in m.
+func (t *Tracker) Instrument(m *metrics.Metrics) { t.metrics = m }
+
+// inputWriters is how many documents' HTML Submit writes at once.
+const inputWriters = 8
+
+// Document is one document of a new batch.
+type Document struct {
+	// EntryName is its name in the ZIP (EntryNames).
+	EntryName string
+	HTML      string
+}
+
+// Submit starts r, whose conversions (r.Charge) and, with r.Host, hosted
+// slot (r.ZipID) are reserved: from here the batch owns them. It stores
+// each document's HTML and the record, then queues one job per document,
+// printed with render's page and watermark. An error before any job is
+// queued gives everything back. If the queue refuses a document part-way,
+// the batch fails at once (the queued ones are skipped when their turn
+// comes) and the documents never queued are given back; the error then
+// wraps the queue's.
+func (t *Tracker) Submit(ctx context.Context, r *Record, docs []Document, render *jobspb.RenderJob, timeout time.Duration) error {
+	if len(docs) != r.Total {
+		return fmt.Errorf("batch: %d documents for a total of %d", len(docs), r.Total)
+	}
+	names := make([]string, len(docs))
+	for i, d := range docs {
+		names[i] = d.EntryName
+	}
+	if err := t.writeInputs(ctx, r.ID, docs); err != nil {
+		t.abandon(ctx, r)
+		return err
+	}
+	if err := t.Create(ctx, r, names); err != nil {
+		t.abandon(ctx, r)
+		return err
+	}
+	for i := range r.Total {
+		job := &jobspb.Job{
+			// Deterministic: a publish retried after a lost ack is deduplicated.
+			Id:        r.ID + "-" + strconv.Itoa(i),
+			RequestId: r.RequestID,
+			AccountId: r.OwnerID,
+			OutputKey: blob.BatchPDF(r.ID, i),
+			TimeoutMs: timeout.Milliseconds(),
+			Kind: &jobspb.Job_BatchDocument{BatchDocument: &jobspb.BatchDocumentJob{
+				BatchId: r.ID, Index: int32(i),
+				Render: &jobspb.RenderJob{
+					BundlePrefix: blob.BatchInputs(r.ID, i), Files: []string{"index.html"}, Entry: "index.html",
+					Page: render.GetPage(), Watermark: render.GetWatermark(),
+				},
+			}},
+		}
+		if err := t.q.Publish(ctx, job); err != nil {
+			t.refused(ctx, r, i, err)
+			return fmt.Errorf("batch: queue document %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// writeInputs stores each document's HTML as the index.html of its own bundle.
+func (t *Tracker) writeInputs(ctx context.Context, id string, docs []Document) error {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	sem := make(chan struct{}, inputWriters)
+	for i, d := range docs {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			err := t.blobs.Put(ctx, blob.BatchInputs(id, i)+"index.html", strings.NewReader(d.HTML), int64(len(d.HTML)))
+			if err != nil {
+				mu.Lock()
+				first = errors.Join(first, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		return fmt.Errorf("batch: inputs: %w", first)
+	}
+	return nil
+}
+
+// abandon gives back everything of a batch none of whose jobs was queued.
+func (t *Tracker) abandon(ctx context.Context, r *Record) {
+	ctx = context.WithoutCancel(ctx)
+	t.release(ctx, r, r.Charge.N)
+	if r.Host {
+		if err := t.files.ReleaseHosted(ctx, r.OwnerID, r.ZipID); err != nil {
+			t.log.ErrorContext(ctx, "freeing the hosted slot failed", "batch_id", r.ID, "err", err)
+		}
+	}
+	t.removeTemp(ctx, r)
+}
+
+// refused fails a batch whose document `queued` the queue refused, and gives
+// back that one and every one after it.
+func (t *Tracker) refused(ctx context.Context, r *Record, queued int, cause error) {
+	ctx = context.WithoutCancel(ctx)
+	t.log.ErrorContext(ctx, "queuing a batch failed", "batch_id", r.ID, "queued", queued, "err", cause)
+	if _, err := t.Fail(ctx, r, fmt.Sprintf("The batch could not be queued (%d of %d documents queued).", queued, r.Total)); err != nil {
+		t.log.ErrorContext(ctx, "failing the batch failed", "batch_id", r.ID, "err", err)
+	}
+	for i := queued; i < r.Total; i++ {
+		if err := t.DocNotDone(ctx, r, i); err != nil {
+			t.log.ErrorContext(ctx, "giving back unqueued documents failed", "batch_id", r.ID, "from", i, "err", err)
+			return
+		}
+	}
 }
 
 // ttl is how long a batch's state lives: as long as its ZIP may be
@@ -186,7 +317,7 @@ func (t *Tracker) putRecord(ctx context.Context, r *Record, ttl time.Duration) e
 
 // Get returns the batch record, or ErrNotFound.
 func (t *Tracker) Get(ctx context.Context, id string) (*Record, error) {
-	if !files.ValidID(id) {
+	if !ids.Valid(id) {
 		return nil, ErrNotFound
 	}
 	b, err := t.st.Get(ctx, recordKey(id))
@@ -280,7 +411,7 @@ func (t *Tracker) settle(ctx context.Context, r *Record, i int) (first, all bool
 }
 
 // DocDone records document i as generated and returns how many are; when
-// that is every document, the caller queues the ZIP job (QueueZip).
+// that is every document, the caller queues the batch's ZipJob.
 func (t *Tracker) DocDone(ctx context.Context, r *Record, i int) (int, error) {
 	if i < 0 || i >= r.Total {
 		return 0, fmt.Errorf("batch: document %d of %d", i, r.Total)
@@ -315,37 +446,25 @@ func (t *Tracker) DocNotDone(ctx context.Context, r *Record, i int) error {
 	return nil
 }
 
-// release gives n conversions back. A failure is logged, not returned:
-// the document's outcome stands either way.
+// release gives n of the batch's conversions back. A failure is logged,
+// not returned: the document's outcome stands either way.
 func (t *Tracker) release(ctx context.Context, r *Record, n int64) {
-	if r.UsageKey == "" || n <= 0 {
-		return
-	}
-	if _, err := t.st.IncrBy(ctx, r.UsageKey, -n, 62*24*time.Hour); err != nil {
+	if err := t.usage.Release(ctx, r.Charge, n); err != nil {
 		t.log.ErrorContext(ctx, "giving conversions back failed", "batch_id", r.ID, "n", n, "err", err)
 	}
 }
 
-// ReleaseUnqueued gives back the conversions of documents from..Total-1,
-// whose jobs were never published (the queue refused them).
-func (t *Tracker) ReleaseUnqueued(ctx context.Context, r *Record, from int) error {
-	for i := from; i < r.Total; i++ {
-		if err := t.DocNotDone(ctx, r, i); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 func (t *Tracker) removeTemp(ctx context.Context, r *Record) {
-	if err := t.blobs.DeletePrefix(context.WithoutCancel(ctx), Prefix(r.ID)); err != nil {
+	if err := t.blobs.DeletePrefix(context.WithoutCancel(ctx), blob.BatchDir(r.ID)); err != nil {
 		t.log.WarnContext(ctx, "removing batch files failed", "batch_id", r.ID, "err", err)
 	}
 }
 
-// Fail ends the batch in error with msg, unless it already ended. The
-// first caller to end it frees the hosted slot and queues the
-// batch.failed webhook; it reports whether this call ended it.
+// Fail ends the batch in error with msg, unless it already ended, and
+// reports whether this call ended it. The first caller to end it frees the
+// hosted slot; every caller queues the webhook of the batch's end (the
+// queue drops the repeats), so a caller whose first try ended the batch
+// and then lost the state store still announces it when it tries again.
 func (t *Tracker) Fail(ctx context.Context, r *Record, msg string) (bool, error) {
 	cur, err := t.st.SetCard(ctx, doneKey(r.ID))
 	if err != nil {
@@ -353,10 +472,14 @@ func (t *Tracker) Fail(ctx context.Context, r *Record, msg string) (bool, error)
 	}
 	f := final{Progress: Progress{Total: r.Total, Current: min(int(cur), r.Total), Status: Error, Message: msg}, At: t.now().UTC()}
 	won, err := t.setFinal(ctx, r, &f)
-	if err != nil || !won {
-		return won, err
+	if err != nil {
+		return false, err
+	}
+	if !won {
+		return false, t.Notify(ctx, r)
 	}
 	t.log.WarnContext(ctx, "batch failed", "batch_id", r.ID, "request_id", r.RequestID, "msg", msg)
+	t.metrics.BatchFinished(Error)
 	if r.Host {
 		if err := t.files.ReleaseHosted(context.WithoutCancel(ctx), r.OwnerID, r.ZipID); err != nil {
 			t.log.ErrorContext(ctx, "freeing the hosted slot failed", "batch_id", r.ID, "err", err)
@@ -377,26 +500,8 @@ func (t *Tracker) setFinal(ctx context.Context, r *Record, f *final) (bool, erro
 	return won, nil
 }
 
-// QueueZip queues the ZIP job of a batch whose documents are all done.
-// Its message ID deduplicates the job when two workers both see the last
-// document done (a redelivery).
-func (t *Tracker) QueueZip(ctx context.Context, r *Record) error {
-	job := &jobspb.Job{
-		Id:         "zip-" + r.ID,
-		RequestId:  r.RequestID,
-		AccountId:  r.OwnerID,
-		BatchId:    r.ID,
-		BatchIndex: -1,
-		Kind:       &jobspb.Job_Zip{Zip: &jobspb.ZipJob{}},
-	}
-	if err := t.q.Publish(ctx, job); err != nil {
-		return fmt.Errorf("batch: queue zip: %w", err)
-	}
-	return nil
-}
-
 // ZipFile is the stored-file record for the batch's ZIP of size bytes
-// (already written to files.BlobKey(r.ZipID)).
+// (already written to blob.FileKey(r.ZipID)).
 func (t *Tracker) ZipFile(r *Record, size int64) *files.File {
 	now := t.now().UTC()
 	f := &files.File{
@@ -434,23 +539,28 @@ func CompletionMessage(r *Record, res *Result) string {
 	return string(b)
 }
 
-// Complete records the batch's ZIP file and ends the batch completed; the
-// first caller queues the batch.completed webhook. Calling it again (a
-// redelivered ZIP job) changes nothing.
+// Complete records the batch's ZIP file and ends the batch completed, and
+// queues the webhook of the batch's end (a repeat, from a redelivered ZIP
+// job or a try again after the state store came back, is dropped by the
+// queue). Calling it again changes nothing else.
 func (t *Tracker) Complete(ctx context.Context, r *Record, zip *files.File) (bool, error) {
 	if err := t.files.Put(ctx, zip); err != nil {
 		return false, fmt.Errorf("batch: complete: %w", err)
 	}
-	res := &Result{DownloadURL: DownloadURL(r), ZipID: zip.ID, ExpiresAt: zip.ExpiresAt.UTC().Format(time.RFC3339), DocumentsGenerated: r.Total}
+	res := &Result{DownloadURL: DownloadURL(r), ZipID: zip.ID, ExpiresAt: apitime.Format(zip.ExpiresAt), DocumentsGenerated: r.Total}
 	f := final{
 		Progress: Progress{Total: r.Total, Current: r.Total, Status: Completed, Message: CompletionMessage(r, res)},
 		At:       t.now().UTC(), Result: res,
 	}
 	won, err := t.setFinal(ctx, r, &f)
-	if err != nil || !won {
-		return won, err
+	if err != nil {
+		return false, err
+	}
+	if !won {
+		return false, t.Notify(ctx, r)
 	}
 	t.log.InfoContext(ctx, "batch completed", "batch_id", r.ID, "request_id", r.RequestID, "documents", r.Total, "zip_bytes", zip.Size)
+	t.metrics.BatchFinished(Completed)
 	// The batch's state now lives exactly as long as its ZIP.
 	if err := t.putRecord(ctx, r, time.Until(zip.ExpiresAt)); err != nil {
 		t.log.WarnContext(ctx, "shortening the batch record's life failed", "batch_id", r.ID, "err", err)

@@ -15,12 +15,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docrender/docrender/pkg/apitime"
 	"github.com/docrender/docrender/pkg/blob/localblob"
 	"github.com/docrender/docrender/pkg/files"
+	"github.com/docrender/docrender/pkg/ids"
 	"github.com/docrender/docrender/pkg/netguard"
 	"github.com/docrender/docrender/pkg/queue"
 	"github.com/docrender/docrender/pkg/state"
 	"github.com/docrender/docrender/pkg/state/boltstate"
+	"github.com/docrender/docrender/pkg/usage"
 	"github.com/docrender/docrender/proto/jobspb"
 )
 
@@ -64,28 +67,30 @@ func newFixture(t *testing.T) fixture {
 
 func (f fixture) create(t *testing.T, total int) *Record {
 	t.Helper()
-	id := files.NewID()
+	id := ids.New()
 	r := &Record{ID: id, OwnerID: "u1", Name: "b", Total: total, ZipID: id, BaseURL: "https://docs.example",
-		UsageKey: "usage:u1:test", Retention: time.Hour, CreatedAt: time.Now()}
+		Retention: time.Hour, CreatedAt: time.Now()}
 	names := make([]string, total)
 	for i := range names {
 		names[i] = "doc" + strconv.Itoa(i) + ".pdf"
 	}
-	if err := f.tr.Create(context.Background(), r, names); err != nil {
+	charge, err := usage.New(f.st).Reserve(context.Background(), r.OwnerID, int64(total), 1000)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.st.IncrBy(context.Background(), r.UsageKey, int64(total), 0); err != nil {
+	r.Charge = charge
+	if err := f.tr.Create(context.Background(), r, names); err != nil {
 		t.Fatal(err)
 	}
 	return r
 }
 
 func (f fixture) usage(t *testing.T, r *Record) string {
-	b, err := f.st.Get(context.Background(), r.UsageKey)
+	n, err := usage.New(f.st).Used(context.Background(), r.OwnerID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(b)
+	return strconv.FormatInt(n, 10)
 }
 
 // Redelivered and concurrent reports count each document once: current
@@ -198,7 +203,7 @@ func TestCompleteMessages(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := f.create(t, 2)
 			if tc.host {
-				r.Host, r.ZipID, r.HostedExpiresAt = true, files.NewID(), time.Now().Add(time.Hour)
+				r.Host, r.ZipID, r.HostedExpiresAt = true, ids.New(), time.Now().Add(time.Hour)
 			}
 			zip := f.tr.ZipFile(r, 123)
 			won, err := f.tr.Complete(ctx, r, zip)
@@ -212,7 +217,7 @@ func TestCompleteMessages(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			exp := zip.ExpiresAt.UTC().Format(time.RFC3339)
+			exp := apitime.Format(zip.ExpiresAt)
 			if p.Status != Completed || p.Current != 2 || p.Message != tc.want(r, exp) {
 				t.Errorf("progress %+v, want message %s", p, tc.want(r, exp))
 			}
@@ -228,7 +233,7 @@ func TestCompleteMessages(t *testing.T) {
 
 func TestGetUnknown(t *testing.T) {
 	f := newFixture(t)
-	for _, id := range []string{"", "short", files.NewID(), "../../../../etc/passwd"} {
+	for _, id := range []string{"", "short", ids.New(), "../../../../etc/passwd"} {
 		if _, err := f.tr.Get(context.Background(), id); !errors.Is(err, ErrNotFound) {
 			t.Errorf("Get(%q) = %v, want ErrNotFound", id, err)
 		}

@@ -14,7 +14,8 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/docrender/docrender/pkg/apierr"
+	"github.com/docrender/docrender/pkg/apitime"
+	"github.com/docrender/docrender/pkg/invalid"
 	"github.com/docrender/docrender/pkg/netguard"
 	"github.com/docrender/docrender/pkg/queue"
 	"github.com/docrender/docrender/proto/jobspb"
@@ -65,10 +66,10 @@ func Sign(body []byte, secret string) string {
 func CheckWebhookURL(ctx context.Context, raw string, policy *netguard.Policy) error {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
-		return apierr.Invalid("webhook.url", "must be an absolute http or https URL")
+		return invalid.Field("webhook.url", "must be an absolute http or https URL")
 	}
 	if u.User != nil {
-		return apierr.Invalid("webhook.url", "must not carry credentials; use webhook.secret to authenticate deliveries")
+		return invalid.Field("webhook.url", "must not carry credentials; use webhook.secret to authenticate deliveries")
 	}
 	port := u.Port()
 	if port == "" {
@@ -76,9 +77,9 @@ func CheckWebhookURL(ctx context.Context, raw string, policy *netguard.Policy) e
 	}
 	if _, err := policy.Resolve(ctx, u.Hostname(), port); err != nil {
 		if errors.Is(err, netguard.ErrBlocked) {
-			return apierr.Invalid("webhook.url", "points at a private, loopback or link-local address")
+			return invalid.Field("webhook.url", "points at a private, loopback or link-local address")
 		}
-		return apierr.Invalid("webhook.url", "host cannot be resolved")
+		return invalid.Field("webhook.url", "host cannot be resolved")
 	}
 	return nil
 }
@@ -97,7 +98,7 @@ func (t *Tracker) Notify(ctx context.Context, r *Record) error {
 	}
 	p := Payload{
 		Event: EventFailed, BatchID: r.ID, Total: f.Total, Current: f.Current, Status: f.Status,
-		Message: f.Message, Timestamp: f.At.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
+		Message: f.Message, Timestamp: apitime.Format(f.At),
 	}
 	if f.Status == Completed {
 		p.Event = EventCompleted

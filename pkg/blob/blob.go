@@ -33,6 +33,10 @@ type Store interface {
 	Delete(ctx context.Context, key string) error
 	// DeletePrefix removes every object whose key starts with prefix.
 	DeletePrefix(ctx context.Context, prefix string) error
+	// List calls fn with every object whose key starts with prefix, in no
+	// set order, and stops at fn's first error, which it returns. Objects
+	// still being written are not listed.
+	List(ctx context.Context, prefix string, fn func(Info) error) error
 	// Ready reports whether the store answers.
 	Ready(ctx context.Context) error
 }

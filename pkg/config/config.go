@@ -3,12 +3,16 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +25,11 @@ type Plan struct {
 	Hosted      int64
 	Retention   time.Duration
 	MaxBatch    int
+	// Concurrency is how many requests of one account may be in flight at
+	// once (generate, merge; a batch counts one).
+	Concurrency int
+	// Rate is how many keyed requests one account may make a minute.
+	Rate int
 }
 
 // Config is the whole configuration of a gateway or worker process.
@@ -77,6 +86,14 @@ type Config struct {
 	// HTTP are the listeners' timeouts: DefaultHTTPTimeouts, not read
 	// from the environment (tests shorten them).
 	HTTP HTTPTimeouts
+	// JobReplicas is the JetStream replica count of the job and webhook
+	// streams (3 on a 3-node cluster).
+	JobReplicas int
+
+	// Warnings name DOCRENDER_ variables that were set but mean nothing
+	// here (a misspelling, most likely), each with the closest known name.
+	// The process logs them at start.
+	Warnings []string
 }
 
 // HTTPTimeouts bound how long a client may hold a connection of any
@@ -115,9 +132,14 @@ var nsRe = regexp.MustCompile(`^[a-z][a-z0-9-]{0,30}$`)
 // PlanNames lists the plans in ascending order.
 var PlanNames = []string{"hobby", "pro", "enterprise"}
 
-// Load parses the environment through getenv (os.Getenv in production).
+// Load parses the environment through getenv.
 func Load(getenv func(string) string) (Config, error) {
-	p := parser{getenv: getenv}
+	c, _, err := load(getenv)
+	return c, err
+}
+
+func load(getenv func(string) string) (Config, map[string]bool, error) {
+	p := parser{getenv: getenv, read: map[string]bool{}}
 	c := Config{
 		Addr:                  p.str("DOCRENDER_ADDR", ":8080"),
 		WorkerAddr:            p.str("DOCRENDER_WORKER_ADDR", ":9090"),
@@ -149,14 +171,15 @@ func Load(getenv func(string) string) (Config, error) {
 		TrustedProxies:        p.prefixes("DOCRENDER_TRUSTED_PROXIES"),
 		AuthAttemptsPerMinute: p.integer("DOCRENDER_AUTH_ATTEMPTS_PER_MINUTE", 30),
 		HTTP:                  DefaultHTTPTimeouts(),
+		JobReplicas:           p.integer("DOCRENDER_JOB_REPLICAS", 1),
 	}
 	if c.SelfServicePlans == nil {
 		c.SelfServicePlans = append([]string(nil), PlanNames...)
 	}
 	defaults := map[string]Plan{
-		"hobby":      {Conversions: 100, Hosted: 10, Retention: 24 * time.Hour, MaxBatch: 10},
-		"pro":        {Conversions: 10000, Hosted: 500, Retention: 168 * time.Hour, MaxBatch: 200},
-		"enterprise": {Conversions: 100000, Hosted: 10000, Retention: 720 * time.Hour, MaxBatch: 5000},
+		"hobby":      {Conversions: 100, Hosted: 10, Retention: 24 * time.Hour, MaxBatch: 10, Concurrency: 2, Rate: 60},
+		"pro":        {Conversions: 10000, Hosted: 500, Retention: 168 * time.Hour, MaxBatch: 200, Concurrency: 8, Rate: 600},
+		"enterprise": {Conversions: 100000, Hosted: 10000, Retention: 720 * time.Hour, MaxBatch: 5000, Concurrency: 32, Rate: 6000},
 	}
 	c.Plans = make(map[string]Plan, len(defaults))
 	for _, name := range PlanNames {
@@ -168,7 +191,16 @@ func Load(getenv func(string) string) (Config, error) {
 			Hosted:      int64(p.integer(up+"HOSTED", int(d.Hosted))),
 			Retention:   p.duration(up+"RETENTION", d.Retention),
 			MaxBatch:    p.integer(up+"MAX_BATCH", d.MaxBatch),
+			Concurrency: p.integer(up+"CONCURRENCY", d.Concurrency),
+			Rate:        p.integer(up+"RATE", d.Rate),
 		}
+		pl := c.Plans[name]
+		p.atLeast(up+"CONVERSIONS", int(pl.Conversions), 1)
+		p.atLeast(up+"HOSTED", int(pl.Hosted), 0)
+		p.positive(up+"RETENTION", pl.Retention)
+		p.atLeast(up+"MAX_BATCH", pl.MaxBatch, 1)
+		p.atLeast(up+"CONCURRENCY", pl.Concurrency, 1)
+		p.atLeast(up+"RATE", pl.Rate, 1)
 	}
 	if _, ok := c.Plans[c.DefaultPlan]; !ok {
 		p.fail("DOCRENDER_DEFAULT_PLAN", c.DefaultPlan, "one of hobby, pro, enterprise")
@@ -181,42 +213,149 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.AdminToken != "" && len(c.AdminToken) < 16 {
 		p.fail("DOCRENDER_ADMIN_TOKEN", "(hidden)", "at least 16 characters")
 	}
-	if c.AuthAttemptsPerMinute < 1 {
-		p.fail("DOCRENDER_AUTH_ATTEMPTS_PER_MINUTE", strconv.Itoa(c.AuthAttemptsPerMinute), "at least 1")
-	}
+	p.atLeast("DOCRENDER_AUTH_ATTEMPTS_PER_MINUTE", c.AuthAttemptsPerMinute, 1)
 	if !nsRe.MatchString(c.QueueNamespace) {
 		p.fail("DOCRENDER_QUEUE_NAMESPACE", c.QueueNamespace, "lower-case letters, digits and dashes")
 	}
-	if c.Workers < 1 {
-		p.fail("DOCRENDER_WORKERS", strconv.Itoa(c.Workers), "at least 1")
+	p.atLeast("DOCRENDER_WORKERS", c.Workers, 1)
+	p.positive("DOCRENDER_RENDER_TIMEOUT", c.RenderTimeout)
+	p.positive("DOCRENDER_SWEEP_INTERVAL", c.SweepInterval)
+	p.atLeast("DOCRENDER_MAX_UPLOAD_BYTES", int(c.MaxUpload), 1024)
+	p.atLeast("DOCRENDER_MAX_QUEUE", c.MaxQueue, 1)
+	if c.JobReplicas < 1 || c.JobReplicas > 5 {
+		p.fail("DOCRENDER_JOB_REPLICAS", strconv.Itoa(c.JobReplicas), "1 to 5 (JetStream's limit)")
 	}
-	if c.RenderTimeout <= 0 {
-		p.fail("DOCRENDER_RENDER_TIMEOUT", c.RenderTimeout.String(), "a positive duration")
+	p.url("DOCRENDER_BASE_URL", c.BaseURL, "http", "https")
+	for _, u := range strings.Split(c.NATSURL, ",") {
+		if c.NATSURL != "" {
+			p.url("DOCRENDER_NATS_URL", strings.TrimSpace(u), "nats", "tls", "ws", "wss")
+		}
+	}
+	if c.RedisURL != "" {
+		p.url("DOCRENDER_REDIS_URL", c.RedisURL, "redis", "rediss")
+	}
+	if c.NATSURL != "" && c.RedisURL == "" {
+		// A bbolt file is one process's own: gateways and workers of a
+		// scaled-out service would each see different accounts and batches.
+		p.fail("DOCRENDER_REDIS_URL", "", "a Redis URL when DOCRENDER_NATS_URL is set (scaled out, every process must share one state store)")
+	}
+	if c.S3Endpoint != "" {
+		if strings.Contains(c.S3Endpoint, "://") || strings.ContainsAny(c.S3Endpoint, "/?#") {
+			p.fail("DOCRENDER_S3_ENDPOINT", c.S3Endpoint, "host:port without scheme or path (DOCRENDER_S3_USE_SSL chooses https)")
+		}
+		if c.S3AccessKey == "" || c.S3SecretKey == "" {
+			p.fail("DOCRENDER_S3_ACCESS_KEY", "", "set, with DOCRENDER_S3_SECRET_KEY, when DOCRENDER_S3_ENDPOINT is set")
+		}
 	}
 	if p.err != nil {
-		return Config{}, p.err
+		return Config{}, nil, p.err
 	}
-	return c, nil
+	return c, p.read, nil
 }
 
 // FromEnv loads the configuration from the process environment.
-func FromEnv() (Config, error) { return Load(os.Getenv) }
+func FromEnv() (Config, error) { return LoadEnviron(os.Environ()) }
+
+// LoadEnviron loads the configuration from environ (NAME=value entries),
+// with a warning for each DOCRENDER_ variable that means nothing.
+func LoadEnviron(environ []string) (Config, error) {
+	env := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	c, read, err := load(func(k string) string { return env[k] })
+	if err != nil {
+		return c, err
+	}
+	c.Warnings = unknownNames(env, read)
+	return c, nil
+}
+
+// toolPrefixes are DOCRENDER_ variables of the repository's scripts and
+// tests, not of the service: no warning for them.
+var toolPrefixes = []string{"DOCRENDER_TEST_", "DOCRENDER_BENCH_", "DOCRENDER_CACHE", "DOCRENDER_SOAK", "DOCRENDER_CLUSTER_"}
+
+// unknownNames warns of each DOCRENDER_ name in env that Load did not read,
+// naming the known name closest to it.
+func unknownNames(env map[string]string, read map[string]bool) []string {
+	var out []string
+	for k := range env {
+		if !strings.HasPrefix(k, "DOCRENDER_") || read[k] || slices.ContainsFunc(toolPrefixes, func(p string) bool { return strings.HasPrefix(k, p) }) {
+			continue
+		}
+		best, bestD := "", -1
+		for known := range read {
+			if d := editDistance(k, known); bestD < 0 || d < bestD || (d == bestD && known < best) {
+				best, bestD = known, d
+			}
+		}
+		out = append(out, fmt.Sprintf("%s is not a docrender setting and is ignored; did you mean %s?", k, best))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
 
 // Embedded reports whether this process runs its own NATS server and workers.
 func (c Config) Embedded() bool { return c.NATSURL == "" }
 
+// parser reads variables and collects every problem, so that an operator
+// fixes them all in one round.
 type parser struct {
 	getenv func(string) string
-	err    error
+	// read are the names looked up: every name the service knows.
+	read map[string]bool
+	err  error
 }
 
 func (p *parser) fail(name, val, want string) {
-	if p.err == nil {
-		p.err = fmt.Errorf("config: %s=%q: want %s", name, val, want)
+	p.err = errors.Join(p.err, fmt.Errorf("config: %s=%q: want %s", name, val, want))
+}
+
+func (p *parser) atLeast(name string, v, least int) {
+	if v < least {
+		p.fail(name, strconv.Itoa(v), fmt.Sprintf("at least %d", least))
+	}
+}
+
+func (p *parser) positive(name string, d time.Duration) {
+	if d <= 0 {
+		p.fail(name, d.String(), "a positive duration")
+	}
+}
+
+// url checks that v is an absolute URL of one of schemes, with a host.
+func (p *parser) url(name, v string, schemes ...string) {
+	u, err := url.Parse(v)
+	if err != nil || u.Host == "" || !slices.Contains(schemes, strings.ToLower(u.Scheme)) {
+		p.fail(name, v, "an absolute URL of scheme "+strings.Join(schemes, ", ")+" with a host")
 	}
 }
 
 func (p *parser) str(name, def string) string {
+	p.read[name] = true
 	if v := strings.TrimSpace(p.getenv(name)); v != "" {
 		return v
 	}
@@ -231,6 +370,7 @@ func (p *parser) integer(name string, def int) int {
 	n, err := strconv.Atoi(v)
 	if err != nil {
 		p.fail(name, v, "an integer")
+		return def // one problem per variable
 	}
 	return n
 }
@@ -255,6 +395,7 @@ func (p *parser) duration(name string, def time.Duration) time.Duration {
 	d, err := time.ParseDuration(v)
 	if err != nil {
 		p.fail(name, v, "a Go duration such as 30s")
+		return def // one problem per variable
 	}
 	return d
 }
@@ -280,4 +421,11 @@ func (p *parser) list(name string) []string {
 		out = append(out, strings.ToLower(f))
 	}
 	return out
+}
+
+// LogWarnings logs c.Warnings, once, at start.
+func (c Config) LogWarnings(log *slog.Logger) {
+	for _, w := range c.Warnings {
+		log.Warn(w)
+	}
 }

@@ -1,25 +1,21 @@
 // Package files keeps the records of stored results: hosted PDFs and ZIPs,
 // cached documents, batch ZIPs. Every stored file has one opaque ID
 // (DESIGN §4.3) under which all read paths find it; the bytes live in the
-// blob store under BlobKey(ID), the record in the state store.
+// blob store under blob.FileKey(ID), the record in the state store.
 package files
 
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"net/http"
-	"regexp"
 	"strconv"
 	"time"
 
-	"github.com/docrender/docrender/pkg/apierr"
 	"github.com/docrender/docrender/pkg/blob"
+	"github.com/docrender/docrender/pkg/ids"
 	"github.com/docrender/docrender/pkg/state"
 )
 
@@ -45,21 +41,6 @@ type File struct {
 
 // Public reports whether anyone with the ID may read the file.
 func (f *File) Public() bool { return f.UserType != "registered" }
-
-// BlobKey is where a file's bytes live.
-func BlobKey(id string) string { return "files/" + id }
-
-// NewID returns a new unguessable file ID: 128 random bits, URL-safe.
-func NewID() string {
-	b := make([]byte, 16)
-	rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-var idRe = regexp.MustCompile(`^[A-Za-z0-9_-]{22}$`)
-
-// ValidID reports whether s has the form of a file ID.
-func ValidID(s string) bool { return idRe.MatchString(s) }
 
 // Store is the file index.
 type Store struct {
@@ -97,9 +78,23 @@ func ms(t time.Time) float64 { return float64(t.UnixMilli()) }
 // now is gone already, as Get says.
 func (s *Store) liveFloor() float64 { return ms(s.now()) + 1 }
 
-// ErrNotFound is the 404 for an unknown, expired, deleted or malformed ID.
-func ErrNotFound() *apierr.Error {
-	return apierr.New(http.StatusNotFound, "PDF not found. It may have expired or been deleted.")
+// Why a file cannot be had. The gateway answers each with its own status
+// and words (gateway/server/errors.go).
+var (
+	// ErrNotFound: an unknown, expired, deleted or malformed ID.
+	ErrNotFound = errors.New("files: not found")
+	// ErrPrivate: a private file asked for without credentials.
+	ErrPrivate = errors.New("files: private")
+	// ErrForeign: a private file of another account.
+	ErrForeign = errors.New("files: another account's")
+)
+
+// HostedLimitError is a hosted slot refused: the owner holds Limit live
+// hosted files already.
+type HostedLimitError struct{ Limit int64 }
+
+func (e *HostedLimitError) Error() string {
+	return fmt.Sprintf("files: hosted limit of %d reached", e.Limit)
 }
 
 // ReserveHosted takes one of the owner's hosted slots for id, atomically
@@ -111,7 +106,7 @@ func (s *Store) ReserveHosted(ctx context.Context, owner, id string, expiresAt t
 		return fmt.Errorf("files: reserve hosted slot: %w", err)
 	}
 	if !ok {
-		return apierr.HostedLimitReached(fmt.Sprintf("The plan's maximum of %d hosted files is reached.", limit))
+		return &HostedLimitError{Limit: limit}
 	}
 	return nil
 }
@@ -137,11 +132,11 @@ func (s *Store) Track(ctx context.Context, id string, exp time.Time) error {
 	return nil
 }
 
-// Put records f, whose bytes are already at BlobKey(f.ID). A hosted file
+// Put records f, whose bytes are already at blob.FileKey(f.ID). A hosted file
 // must hold a slot from ReserveHosted.
 func (s *Store) Put(ctx context.Context, f *File) error {
 	if f.RecordID == "" {
-		f.RecordID = NewID()
+		f.RecordID = ids.New()
 	}
 	b, err := json.Marshal(f)
 	if err != nil {
@@ -161,14 +156,14 @@ func (s *Store) Put(ctx context.Context, f *File) error {
 	return nil
 }
 
-// Get returns a live file; anything else is the 404 of ErrNotFound.
+// Get returns a live file; anything else is ErrNotFound.
 func (s *Store) Get(ctx context.Context, id string) (*File, error) {
-	if !ValidID(id) {
-		return nil, ErrNotFound()
+	if !ids.Valid(id) {
+		return nil, ErrNotFound
 	}
 	b, err := s.st.Get(ctx, recordKey(id))
 	if errors.Is(err, state.ErrNotFound) {
-		return nil, ErrNotFound()
+		return nil, ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("files: get: %w", err)
@@ -178,7 +173,7 @@ func (s *Store) Get(ctx context.Context, id string) (*File, error) {
 		return nil, fmt.Errorf("files: get: %w", err)
 	}
 	if !s.now().Before(f.ExpiresAt) {
-		return nil, ErrNotFound()
+		return nil, ErrNotFound
 	}
 	return &f, nil
 }
@@ -189,9 +184,9 @@ func Authorize(f *File, viewer string) error {
 		return nil
 	}
 	if viewer == "" {
-		return apierr.Unauth("This PDF is private. Send the owner's API key or session.")
+		return ErrPrivate
 	}
-	return apierr.New(http.StatusForbidden, "This PDF belongs to another account.")
+	return ErrForeign
 }
 
 // CountDownload adds one to the file's download counter.
@@ -231,7 +226,7 @@ func (s *Store) Delete(ctx context.Context, f *File) error {
 	if err := s.dropCache(ctx, f); err != nil {
 		return err
 	}
-	if err := s.blobs.Delete(ctx, BlobKey(f.ID)); err != nil {
+	if err := s.blobs.Delete(ctx, blob.FileKey(f.ID)); err != nil {
 		return fmt.Errorf("files: delete: %w", err)
 	}
 	if _, err := s.st.IndexRemove(ctx, expiryIndex, f.ID); err != nil {
@@ -364,8 +359,7 @@ func (s *Store) PreviousCache(ctx context.Context, owner, documentID string) (*F
 // liveOrNil is Get with "gone" as nil rather than an error.
 func (s *Store) liveOrNil(ctx context.Context, id string) (*File, error) {
 	f, err := s.Get(ctx, id)
-	var ae *apierr.Error
-	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+	if errors.Is(err, ErrNotFound) {
 		return nil, nil
 	}
 	return f, err
@@ -416,7 +410,7 @@ func (s *Store) sweepOne(ctx context.Context, id string) error {
 	if err == nil && json.Unmarshal(b, &f) == nil && f.ID == id {
 		return s.Delete(ctx, &f)
 	}
-	if err := s.blobs.Delete(ctx, BlobKey(id)); err != nil {
+	if err := s.blobs.Delete(ctx, blob.FileKey(id)); err != nil {
 		return fmt.Errorf("files: sweep %s: %w", id, err)
 	}
 	if err := s.st.Delete(ctx, recordKey(id), downloadsKey(id)); err != nil {

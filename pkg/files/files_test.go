@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docrender/docrender/pkg/apierr"
 	"github.com/docrender/docrender/pkg/blob"
 	"github.com/docrender/docrender/pkg/blob/localblob"
+	"github.com/docrender/docrender/pkg/ids"
 	"github.com/docrender/docrender/pkg/state"
 	"github.com/docrender/docrender/pkg/state/boltstate"
 	"github.com/docrender/docrender/pkg/state/redisstate"
@@ -72,7 +71,7 @@ func eachBackend(t *testing.T, fn func(t *testing.T, f *fixture)) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f := &fixture{Store: New(st, blobs), blobs: blobs, owner: "usr_" + NewID()}
+			f := &fixture{Store: New(st, blobs), blobs: blobs, owner: "usr_" + ids.New()}
 			f.clock.Store(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano())
 			f.now = func() time.Time { return time.Unix(0, f.clock.Load()) }
 			fn(t, f)
@@ -85,7 +84,7 @@ func (f *fixture) store(t *testing.T, hosted bool, mod func(*File)) *File {
 	t.Helper()
 	ctx := context.Background()
 	now := f.now()
-	file := &File{ID: NewID(), OwnerID: f.owner, Name: "doc.pdf", ContentType: "application/pdf",
+	file := &File{ID: ids.New(), OwnerID: f.owner, Name: "doc.pdf", ContentType: "application/pdf",
 		Hosted: hosted, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
 	if mod != nil {
 		mod(file)
@@ -100,7 +99,7 @@ func (f *fixture) store(t *testing.T, hosted bool, mod func(*File)) *File {
 	if err := f.Track(ctx, file.ID, file.ExpiresAt); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.blobs.Put(ctx, BlobKey(file.ID), bytes.NewReader(data), file.Size); err != nil {
+	if err := f.blobs.Put(ctx, blob.FileKey(file.ID), bytes.NewReader(data), file.Size); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Put(ctx, file); err != nil {
@@ -109,26 +108,18 @@ func (f *fixture) store(t *testing.T, hosted bool, mod func(*File)) *File {
 	return file
 }
 
-func status(err error) int {
-	var ae *apierr.Error
-	if errors.As(err, &ae) {
-		return ae.Status
-	}
-	return 0
-}
-
 func TestIDs(t *testing.T) {
 	seen := map[string]bool{}
 	for range 1000 {
-		id := NewID()
-		if !ValidID(id) || seen[id] {
-			t.Fatalf("NewID gave %q (valid %v, repeated %v)", id, ValidID(id), seen[id])
+		id := ids.New()
+		if !ids.Valid(id) || seen[id] {
+			t.Fatalf("NewID gave %q (valid %v, repeated %v)", id, ids.Valid(id), seen[id])
 		}
 		seen[id] = true
 	}
 	for _, bad := range []string{"", "short", strings.Repeat("a", 23), "AAAAAAAAAAAAAAAAAAAA/A", "../../../../etc/passwd", "list"} {
-		if ValidID(bad) {
-			t.Errorf("ValidID(%q) = true", bad)
+		if ids.Valid(bad) {
+			t.Errorf("ids.Valid(%q) = true", bad)
 		}
 	}
 }
@@ -138,20 +129,20 @@ func TestAuthorize(t *testing.T) {
 		name     string
 		userType string
 		viewer   string
-		want     int
+		want     error
 	}{
-		{"public anonymous", "", "", 0},
-		{"guest anonymous", "guest", "", 0},
-		{"guest other account", "guest", "usr_other", 0},
-		{"private owner", "registered", "usr_owner", 0},
-		{"private anonymous", "registered", "", http.StatusUnauthorized},
-		{"private other account", "registered", "usr_other", http.StatusForbidden},
+		{"public anonymous", "", "", nil},
+		{"guest anonymous", "guest", "", nil},
+		{"guest other account", "guest", "usr_other", nil},
+		{"private owner", "registered", "usr_owner", nil},
+		{"private anonymous", "registered", "", ErrPrivate},
+		{"private other account", "registered", "usr_other", ErrForeign},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &File{OwnerID: "usr_owner", UserType: tc.userType}
-			if got := status(Authorize(f, tc.viewer)); got != tc.want {
-				t.Fatalf("status %d, want %d", got, tc.want)
+			if got := Authorize(f, tc.viewer); got != tc.want {
+				t.Fatalf("Authorize = %v, want %v", got, tc.want)
 			}
 		})
 	}
@@ -168,13 +159,13 @@ func TestPutGet(t *testing.T) {
 		if got.ID != file.ID || got.RecordID == "" || got.RecordID == got.ID || got.Size != file.Size || !got.ExpiresAt.Equal(file.ExpiresAt) {
 			t.Fatalf("Get = %+v, want %+v with a record ID of its own", got, file)
 		}
-		for name, id := range map[string]string{"unknown": NewID(), "malformed": "not-an-id", "empty": ""} {
-			if _, err := f.Get(ctx, id); status(err) != http.StatusNotFound {
+		for name, id := range map[string]string{"unknown": ids.New(), "malformed": "not-an-id", "empty": ""} {
+			if _, err := f.Get(ctx, id); !errors.Is(err, ErrNotFound) {
 				t.Errorf("%s ID: %v, want 404", name, err)
 			}
 		}
 		f.advance(time.Hour) // exactly at expiry: gone
-		if _, err := f.Get(ctx, file.ID); status(err) != http.StatusNotFound {
+		if _, err := f.Get(ctx, file.ID); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("expired: %v, want 404", err)
 		}
 	})
@@ -184,16 +175,16 @@ func TestHostedSlots(t *testing.T) {
 	eachBackend(t, func(t *testing.T, f *fixture) {
 		ctx := context.Background()
 		exp := f.now().Add(time.Hour)
-		a, b, c := NewID(), NewID(), NewID()
+		a, b, c := ids.New(), ids.New(), ids.New()
 		for _, id := range []string{a, b} {
 			if err := f.ReserveHosted(ctx, f.owner, id, exp, 2); err != nil {
 				t.Fatal(err)
 			}
 		}
 		err := f.ReserveHosted(ctx, f.owner, c, exp, 2)
-		var ae *apierr.Error
-		if !errors.As(err, &ae) || ae.Status != http.StatusTooManyRequests || ae.Code != apierr.HostedLimit {
-			t.Fatalf("third slot: %v, want 429 %s", err, apierr.HostedLimit)
+		var full *HostedLimitError
+		if !errors.As(err, &full) || full.Limit != 2 {
+			t.Fatalf("third slot: %v, want the hosted limit of 2", err)
 		}
 		if err := f.ReserveHosted(ctx, "usr_someone_else", c, exp, 2); err != nil {
 			t.Fatalf("limits are per owner: %v", err)
@@ -208,7 +199,7 @@ func TestHostedSlots(t *testing.T) {
 			t.Fatalf("HostedCount = %d, want 2", n)
 		}
 		// A higher limit (a plan change) applies at the next reservation.
-		if err := f.ReserveHosted(ctx, f.owner, NewID(), exp, 3); err != nil {
+		if err := f.ReserveHosted(ctx, f.owner, ids.New(), exp, 3); err != nil {
 			t.Fatalf("raised limit: %v", err)
 		}
 		// Expired slots count no more.
@@ -216,7 +207,7 @@ func TestHostedSlots(t *testing.T) {
 		if n, _ := f.HostedCount(ctx, f.owner); n != 0 {
 			t.Fatalf("HostedCount after expiry = %d, want 0", n)
 		}
-		if err := f.ReserveHosted(ctx, f.owner, NewID(), f.now().Add(time.Hour), 1); err != nil {
+		if err := f.ReserveHosted(ctx, f.owner, ids.New(), f.now().Add(time.Hour), 1); err != nil {
 			t.Fatalf("after expiry: %v", err)
 		}
 	})
@@ -228,7 +219,7 @@ func TestHostedSlotsConcurrent(t *testing.T) {
 		var wg sync.WaitGroup
 		for range 30 {
 			wg.Go(func() {
-				if f.ReserveHosted(context.Background(), f.owner, NewID(), f.now().Add(time.Hour), 5) == nil {
+				if f.ReserveHosted(context.Background(), f.owner, ids.New(), f.now().Add(time.Hour), 5) == nil {
 					ok.Add(1)
 				}
 			})
@@ -255,7 +246,7 @@ func TestDownloadsConcurrent(t *testing.T) {
 		if n, err := f.Downloads(context.Background(), file.ID); err != nil || n != 20 {
 			t.Fatalf("Downloads = %d, %v; want 20", n, err)
 		}
-		if n, _ := f.Downloads(context.Background(), NewID()); n != 0 {
+		if n, _ := f.Downloads(context.Background(), ids.New()); n != 0 {
 			t.Fatalf("Downloads of an unknown file = %d", n)
 		}
 	})
@@ -272,10 +263,10 @@ func TestDelete(t *testing.T) {
 		if err := f.Delete(ctx, file); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.Get(ctx, file.ID); status(err) != http.StatusNotFound {
+		if _, err := f.Get(ctx, file.ID); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("Get after delete: %v", err)
 		}
-		if _, err := f.blobs.Stat(ctx, BlobKey(file.ID)); !errors.Is(err, blob.ErrNotFound) {
+		if _, err := f.blobs.Stat(ctx, blob.FileKey(file.ID)); !errors.Is(err, blob.ErrNotFound) {
 			t.Fatalf("bytes after delete: %v", err)
 		}
 		if n, _ := f.Downloads(ctx, file.ID); n != 0 {
@@ -407,11 +398,11 @@ func TestSweep(t *testing.T) {
 		gone := f.store(t, true, func(x *File) { x.ExpiresAt = x.CreatedAt.Add(time.Minute) })
 		live := f.store(t, true, nil)
 		// Bytes of a render that was never recorded.
-		stray := NewID()
+		stray := ids.New()
 		if err := f.Track(ctx, stray, f.now().Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
-		if err := f.blobs.Put(ctx, BlobKey(stray), strings.NewReader("x"), 1); err != nil {
+		if err := f.blobs.Put(ctx, blob.FileKey(stray), strings.NewReader("x"), 1); err != nil {
 			t.Fatal(err)
 		}
 		if n, err := f.Sweep(ctx, 100); err != nil || n != 0 {
@@ -422,11 +413,11 @@ func TestSweep(t *testing.T) {
 			t.Fatalf("Sweep = %d, %v; want 2", n, err)
 		}
 		for _, id := range []string{gone.ID, stray} {
-			if _, err := f.blobs.Stat(ctx, BlobKey(id)); !errors.Is(err, blob.ErrNotFound) {
+			if _, err := f.blobs.Stat(ctx, blob.FileKey(id)); !errors.Is(err, blob.ErrNotFound) {
 				t.Errorf("bytes of %s survived the sweep: %v", id, err)
 			}
 		}
-		rc, _, err := f.blobs.Get(ctx, BlobKey(live.ID))
+		rc, _, err := f.blobs.Get(ctx, blob.FileKey(live.ID))
 		if err != nil {
 			t.Fatalf("live file swept: %v", err)
 		}

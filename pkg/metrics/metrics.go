@@ -120,14 +120,34 @@ func (m *Metrics) Handler() http.Handler {
 
 // ObserveHTTP records one answered request. route must be the route
 // template (/pdf/view/:id), never the raw path: raw paths carry IDs and
-// would make a time series per file.
+// would make a time series per file. The method and status are bounded
+// here: a client chooses the method (any token is a valid one), and
+// every new label value is a time series kept until the process ends.
 func (m *Metrics) ObserveHTTP(route, method string, status int, d time.Duration) {
 	if m == nil {
 		return
 	}
-	code := strconv.Itoa(status)
+	method, code := methodLabel(method), statusLabel(status)
 	m.httpRequests.WithLabelValues(route, method, code).Inc()
 	m.httpDuration.WithLabelValues(route, method, code).Observe(d.Seconds())
+}
+
+// methodLabel is method if it is one of HTTP's own, else OTHER.
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return method
+	}
+	return "OTHER"
+}
+
+// statusLabel is the status code, or "other" outside 100..599.
+func statusLabel(status int) string {
+	if status < 100 || status > 599 {
+		return "other"
+	}
+	return strconv.Itoa(status)
 }
 
 // JobStarted counts a job of kind as in flight; call the returned function

@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"strings"
@@ -120,4 +121,44 @@ func scrape(t *testing.T, m *Metrics) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// Whatever methods and statuses clients cause, the label values stay a
+// small fixed set (one series per odd method would grow without end).
+func TestHTTPLabelsAreBounded(t *testing.T) {
+	m := New()
+	for i := range 200 {
+		m.ObserveHTTP("unmatched", fmt.Sprintf("M%03d", i), 405, time.Millisecond)
+	}
+	for _, method := range []string{"GET", "get", "PROPFIND", "POST"} {
+		m.ObserveHTTP("/healthz", method, 200, time.Millisecond)
+	}
+	m.ObserveHTTP("/healthz", "GET", 0, time.Millisecond)
+	m.ObserveHTTP("/healthz", "GET", 1000, time.Millisecond)
+	families, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	methods, codes := map[string]bool{}, map[string]bool{}
+	for _, f := range families {
+		if f.GetName() != "docrender_http_requests_total" {
+			continue
+		}
+		for _, metric := range f.GetMetric() {
+			for _, l := range metric.GetLabel() {
+				switch l.GetName() {
+				case "method":
+					methods[l.GetValue()] = true
+				case "status":
+					codes[l.GetValue()] = true
+				}
+			}
+		}
+	}
+	if len(methods) != 3 || !methods["GET"] || !methods["POST"] || !methods["OTHER"] {
+		t.Errorf("method labels %v, want GET, POST, OTHER", methods)
+	}
+	if len(codes) != 3 || !codes["405"] || !codes["200"] || !codes["other"] {
+		t.Errorf("status labels %v, want 405, 200, other", codes)
+	}
 }

@@ -16,8 +16,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/docrender/docrender/pkg/apierr"
 	"github.com/docrender/docrender/pkg/filename"
+	"github.com/docrender/docrender/pkg/invalid"
 	"github.com/docrender/docrender/pkg/limits"
 	"github.com/docrender/docrender/proto/jobspb"
 )
@@ -87,12 +87,12 @@ func Decode(data []byte, v any) error {
 	if err := dec.Decode(v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			return apierr.Invalid(te.Field, "expected "+te.Type.String())
+			return invalid.Field(te.Field, "expected "+te.Type.String())
 		}
-		return apierr.Bad("Invalid JSON: %v", err).WithHint("Send a JSON object.")
+		return invalid.Input("Invalid JSON: %v", err).WithHint("Send a JSON object.")
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return apierr.Bad("Invalid JSON: trailing data after the object")
+		return invalid.Input("Invalid JSON: trailing data after the object")
 	}
 	return nil
 }
@@ -112,18 +112,27 @@ func (r Raw) Validate(defaultName string) (Options, error) {
 	if o.DocumentID, err = r.documentID(); err != nil {
 		return o, err
 	}
-	if r.UserType != nil {
-		switch ut := strings.ToLower(*r.UserType); ut {
-		case "guest", "registered":
-			o.UserType = ut
-		default:
-			return o, apierr.Invalid("userType", "must be guest or registered")
-		}
+	if o.UserType, err = UserType(r.UserType); err != nil {
+		return o, err
 	}
 	if o.Watermark, err = ParseWatermark(r.Watermark); err != nil {
 		return o, err
 	}
 	return o, nil
+}
+
+// UserType validates who may read a stored result (DESIGN §4.4): "guest"
+// (anyone with the link) or "registered" (the owner), in any case and with
+// spaces around; nil is "" (the default, guest).
+func UserType(p *string) (string, error) {
+	if p == nil {
+		return "", nil
+	}
+	switch ut := strings.ToLower(strings.TrimSpace(*p)); ut {
+	case "guest", "registered":
+		return ut, nil
+	}
+	return "", invalid.Field("userType", "must be guest or registered")
 }
 
 // unsafeName are the characters of paths and of names Windows refuses.
@@ -141,10 +150,10 @@ func FileName(p *string, def string) (string, error) {
 	n = strings.TrimSuffix(n, ".PDF")
 	n = strings.Trim(unsafeName.ReplaceAllString(n, "_"), ". ")
 	if n == "" {
-		return "", apierr.Invalid("fileName", "must not be empty")
+		return "", invalid.Field("fileName", "must not be empty")
 	}
 	if len(n) > 200 {
-		return "", apierr.Invalid("fileName", "at most 200 characters")
+		return "", invalid.Field("fileName", "at most 200 characters")
 	}
 	return n, nil
 }
@@ -156,7 +165,7 @@ func (r Raw) documentID() (string, error) {
 		}
 		v := strings.TrimSpace(*p)
 		if v == "" || len(v) > 200 {
-			return "", apierr.Invalid(field, "must be 1 to 200 characters")
+			return "", invalid.Field(field, "must be 1 to 200 characters")
 		}
 		return v, nil
 	}
@@ -169,7 +178,7 @@ func (r Raw) documentID() (string, error) {
 		return "", err
 	}
 	if d != "" && a != "" && d != a {
-		return "", apierr.Invalid("documentId", "documentId and appointmentId differ; send one of them")
+		return "", invalid.Field("documentId", "documentId and appointmentId differ; send one of them")
 	}
 	if d == "" {
 		d = a
@@ -183,7 +192,7 @@ func (r Raw) page() (*jobspb.Page, error) {
 	if r.Format != nil {
 		s, ok := formats[strings.ToLower(strings.TrimSpace(*r.Format))]
 		if !ok {
-			return nil, apierr.Invalid("format", "must be one of A4, Letter, Legal, Tabloid, A3, A5")
+			return nil, invalid.Field("format", "must be one of A4, Letter, Legal, Tabloid, A3, A5")
 		}
 		size = s
 	}
@@ -194,12 +203,12 @@ func (r Raw) page() (*jobspb.Page, error) {
 		case "landscape":
 			p.Landscape = true
 		default:
-			return nil, apierr.Invalid("orientation", "must be portrait or landscape")
+			return nil, invalid.Field("orientation", "must be portrait or landscape")
 		}
 	}
 	if r.Landscape != nil {
 		if r.Orientation != nil && *r.Landscape != p.Landscape {
-			return nil, apierr.Invalid("landscape", "contradicts orientation")
+			return nil, invalid.Field("landscape", "contradicts orientation")
 		}
 		p.Landscape = *r.Landscape
 	}
@@ -207,7 +216,7 @@ func (r Raw) page() (*jobspb.Page, error) {
 		return nil, err
 	} else if set {
 		if w <= 0 || w > maxPageIn {
-			return nil, apierr.Invalid("width", fmt.Sprintf("must be greater than 0 and at most %gin", maxPageIn))
+			return nil, invalid.Field("width", fmt.Sprintf("must be greater than 0 and at most %gin", maxPageIn))
 		}
 		p.WidthIn = w
 	}
@@ -215,7 +224,7 @@ func (r Raw) page() (*jobspb.Page, error) {
 		return nil, err
 	} else if set {
 		if h <= 0 || h > maxPageIn {
-			return nil, apierr.Invalid("height", fmt.Sprintf("must be greater than 0 and at most %gin", maxPageIn))
+			return nil, invalid.Field("height", fmt.Sprintf("must be greater than 0 and at most %gin", maxPageIn))
 		}
 		p.HeightIn = h
 	}
@@ -229,10 +238,10 @@ func (r Raw) page() (*jobspb.Page, error) {
 		w, h = h, w
 	}
 	if m[0]+m[2] >= h {
-		return nil, apierr.Invalid("margin", "top and bottom margins leave no room on the page")
+		return nil, invalid.Field("margin", "top and bottom margins leave no room on the page")
 	}
 	if m[1]+m[3] >= w {
-		return nil, apierr.Invalid("margin", "left and right margins leave no room on the page")
+		return nil, invalid.Field("margin", "left and right margins leave no room on the page")
 	}
 	p.PreferCssPageSize = r.PreferCSSPageSize != nil && *r.PreferCSSPageSize
 	return p, nil
@@ -251,14 +260,14 @@ func margins(raw json.RawMessage, m *[4]float64) error {
 			return err
 		}
 		if v < 0 {
-			return apierr.Invalid("margin", "must not be negative")
+			return invalid.Field("margin", "must not be negative")
 		}
 		*m = [4]float64{v, v, v, v}
 		return nil
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil {
-		return apierr.Invalid("margin", "must be an object with top, right, bottom, left")
+		return invalid.Field("margin", "must be an object with top, right, bottom, left")
 	}
 	for k := range obj {
 		known := false
@@ -266,7 +275,7 @@ func margins(raw json.RawMessage, m *[4]float64) error {
 			known = known || k == s
 		}
 		if !known {
-			return apierr.Invalid("margin."+k, "unknown side; use top, right, bottom, left")
+			return invalid.Field("margin."+k, "unknown side; use top, right, bottom, left")
 		}
 	}
 	for i, side := range marginSides {
@@ -278,7 +287,7 @@ func margins(raw json.RawMessage, m *[4]float64) error {
 			continue
 		}
 		if v < 0 || v > maxPageIn {
-			return apierr.Invalid("margin."+side, "must be between 0 and the page size")
+			return invalid.Field("margin."+side, "must be between 0 and the page size")
 		}
 		m[i] = v
 	}
@@ -297,14 +306,14 @@ func lengthField(field string, raw json.RawMessage) (float64, bool, error) {
 	var s string
 	if raw[0] == '"' {
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return 0, false, apierr.Invalid(field, "must be a length such as 10cm")
+			return 0, false, invalid.Field(field, "must be a length such as 10cm")
 		}
 	} else {
 		s = string(bytes.TrimSpace(raw))
 	}
 	v, err := ParseLength(s)
 	if err != nil {
-		return 0, false, apierr.Invalid(field, err.Error())
+		return 0, false, invalid.Field(field, err.Error())
 	}
 	return v, true, nil
 }
@@ -360,7 +369,7 @@ func ParseWatermark(raw json.RawMessage) (*jobspb.Watermark, error) {
 	}
 	var r RawWatermark
 	if raw[0] != '{' {
-		return nil, apierr.Invalid("watermark", "must be an object")
+		return nil, invalid.Field("watermark", "must be an object")
 	}
 	if err := Decode(raw, &r); err != nil {
 		return nil, err
@@ -368,10 +377,10 @@ func ParseWatermark(raw json.RawMessage) (*jobspb.Watermark, error) {
 	w := &jobspb.Watermark{FontSize: 48, Color: "#888888", Opacity: 0.3, Rotation: 45, Position: "center", Pages: "all"}
 	switch {
 	case r.Text != nil && r.Image != nil:
-		return nil, apierr.Invalid("watermark", "give text or image, not both")
+		return nil, invalid.Field("watermark", "give text or image, not both")
 	case r.Text != nil:
 		if strings.TrimSpace(*r.Text) == "" || len(*r.Text) > 500 {
-			return nil, apierr.Invalid("watermark.text", "must be 1 to 500 characters")
+			return nil, invalid.Field("watermark.text", "must be 1 to 500 characters")
 		}
 		w.Text = *r.Text
 	case r.Image != nil:
@@ -381,60 +390,60 @@ func ParseWatermark(raw json.RawMessage) (*jobspb.Watermark, error) {
 		}
 		// Bounded before decoding: the base64 text, then the PNG's declared size.
 		if base64.StdEncoding.DecodedLen(len(b64)) > limits.WatermarkImageBytes+2 {
-			return nil, apierr.Invalid("watermark.image", fmt.Sprintf("must be a PNG of at most %d bytes", limits.WatermarkImageBytes))
+			return nil, invalid.Field("watermark.image", fmt.Sprintf("must be a PNG of at most %d bytes", limits.WatermarkImageBytes))
 		}
 		img, err := base64.StdEncoding.DecodeString(b64)
 		if err != nil || len(img) < 8 || string(img[1:4]) != "PNG" {
-			return nil, apierr.Invalid("watermark.image", "must be a base64 PNG image")
+			return nil, invalid.Field("watermark.image", "must be a base64 PNG image")
 		}
 		if len(img) > limits.WatermarkImageBytes {
-			return nil, apierr.Invalid("watermark.image", fmt.Sprintf("must be a PNG of at most %d bytes", limits.WatermarkImageBytes))
+			return nil, invalid.Field("watermark.image", fmt.Sprintf("must be a PNG of at most %d bytes", limits.WatermarkImageBytes))
 		}
 		var tooLarge *limits.TooLargeError
 		switch format, err := limits.Image(img, limits.WatermarkImagePixels); {
 		case errors.As(err, &tooLarge):
-			return nil, apierr.Invalid("watermark.image", "is "+tooLarge.Error())
+			return nil, invalid.Field("watermark.image", "is "+tooLarge.Error())
 		case err != nil || format != "png":
-			return nil, apierr.Invalid("watermark.image", "must be a base64 PNG image")
+			return nil, invalid.Field("watermark.image", "must be a base64 PNG image")
 		}
 		w.ImagePng = img
 	default:
-		return nil, apierr.Invalid("watermark", "needs text or image")
+		return nil, invalid.Field("watermark", "needs text or image")
 	}
 	if r.FontSize != nil {
 		if *r.FontSize < 1 || *r.FontSize > 500 {
-			return nil, apierr.Invalid("watermark.fontSize", "must be between 1 and 500")
+			return nil, invalid.Field("watermark.fontSize", "must be between 1 and 500")
 		}
 		w.FontSize = *r.FontSize
 	}
 	if r.Color != nil {
 		if !colorRe.MatchString(*r.Color) {
-			return nil, apierr.Invalid("watermark.color", "must be #rgb or #rrggbb")
+			return nil, invalid.Field("watermark.color", "must be #rgb or #rrggbb")
 		}
 		w.Color = *r.Color
 	}
 	if r.Opacity != nil {
 		if *r.Opacity < 0 || *r.Opacity > 1 {
-			return nil, apierr.Invalid("watermark.opacity", "must be between 0 and 1")
+			return nil, invalid.Field("watermark.opacity", "must be between 0 and 1")
 		}
 		w.Opacity = *r.Opacity
 	}
 	if r.Rotation != nil {
 		if *r.Rotation < -360 || *r.Rotation > 360 {
-			return nil, apierr.Invalid("watermark.rotation", "must be between -360 and 360")
+			return nil, invalid.Field("watermark.rotation", "must be between -360 and 360")
 		}
 		w.Rotation = *r.Rotation
 	}
 	if r.Position != nil {
 		p := strings.ToLower(strings.TrimSpace(*r.Position))
 		if !posNames[p] {
-			return nil, apierr.Invalid("watermark.position", "must be center, top-left, top-center, top-right, left, right, bottom-left, bottom-center or bottom-right")
+			return nil, invalid.Field("watermark.position", "must be center, top-left, top-center, top-right, left, right, bottom-left, bottom-center or bottom-right")
 		}
 		w.Position = p
 	}
 	if r.Pages != nil {
 		if !pagesRe.MatchString(strings.ToLower(*r.Pages)) {
-			return nil, apierr.Invalid("watermark.pages", "must be all or ranges like 1-3,5")
+			return nil, invalid.Field("watermark.pages", "must be all or ranges like 1-3,5")
 		}
 		w.Pages = strings.ToLower(strings.ReplaceAll(*r.Pages, " ", ""))
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/docrender/docrender/pkg/apierr"
+	"github.com/docrender/docrender/pkg/invalid"
 	"github.com/docrender/docrender/pkg/limits"
 	"github.com/docrender/docrender/pkg/limits/limitstest"
 )
@@ -120,12 +120,12 @@ func TestParseJSON(t *testing.T) {
 				tc.check(t, o)
 				return
 			}
-			var ae *apierr.Error
-			if !errors.As(err, &ae) || ae.Status != 400 {
-				t.Fatalf("err = %v, want a 400", err)
+			var bad *invalid.Error
+			if !errors.As(err, &bad) {
+				t.Fatalf("err = %v, want invalid input (a 400)", err)
 			}
-			if tc.field != "-" && !strings.Contains(ae.Message, tc.field) {
-				t.Fatalf("message %q does not name %s", ae.Message, tc.field)
+			if tc.field != "-" && !strings.Contains(bad.Error(), tc.field) {
+				t.Fatalf("message %q does not name %s", bad.Error(), tc.field)
 			}
 		})
 	}
@@ -145,9 +145,9 @@ func FuzzParseJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		o, err := ParseJSON(s, "document")
 		if err != nil {
-			var ae *apierr.Error
-			if !errors.As(err, &ae) || ae.Status != 400 {
-				t.Fatalf("ParseJSON(%q): %v is not a 400", s, err)
+			var bad *invalid.Error
+			if !errors.As(err, &bad) {
+				t.Fatalf("ParseJSON(%q): %v is not invalid input (a 400)", s, err)
 			}
 			return
 		}

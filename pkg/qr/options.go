@@ -12,7 +12,7 @@
 //	lightColor            data-qr-light    #ffffff   #rgb or #rrggbb
 //	format                (none)           png       png or dataUrl (case-insensitive)
 //
-// Every invalid input is a 400 *apierr.Error naming the field (apierr.Invalid).
+// Every invalid input is an *invalid.Error naming the field.
 //
 // The matrix comes from github.com/yeqown/go-qrcode/v2; the PNG is written by
 // this package's own lean writer (png.go), not the library's image writer.
@@ -24,11 +24,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/http"
 	"strconv"
 	"strings"
 
-	"github.com/docrender/docrender/pkg/apierr"
+	"github.com/docrender/docrender/pkg/invalid"
 )
 
 // Defaults and limits (spec §4.6, DESIGN §4.16).
@@ -94,8 +93,8 @@ var (
 )
 
 // ParseRequest decodes and validates a POST /pdf/qrcode body. format is
-// FormatPNG or FormatDataURL. Every error is a 400 *apierr.Error; those about
-// one field name it (apierr.Invalid, Extra["field"]).
+// FormatPNG or FormatDataURL. Every error is an *invalid.Error; those about
+// one field name it.
 //
 // JSON null counts as absent. size and margin must be JSON numbers with an
 // integral value (200 and 200.0 are accepted, 200.5 and "200" are not).
@@ -103,17 +102,17 @@ var (
 func ParseRequest(body []byte) (o Options, format string, err error) {
 	var raw map[string]json.RawMessage
 	if len(bytes.TrimSpace(body)) == 0 {
-		return Options{}, "", apierr.Bad("The request body must be a JSON object with a data field.")
+		return Options{}, "", invalid.Input("The request body must be a JSON object with a data field.")
 	}
 	if err := json.Unmarshal(body, &raw); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return Options{}, "", apierr.Bad("The request body must be a JSON object.")
+			return Options{}, "", invalid.Input("The request body must be a JSON object.")
 		}
-		return Options{}, "", apierr.Wrap(http.StatusBadRequest, "The request body is not valid JSON.", err)
+		return Options{}, "", invalid.Input("The request body is not valid JSON.").Because(err)
 	}
 	if raw == nil { // the body was null
-		return Options{}, "", apierr.Bad("The request body must be a JSON object.")
+		return Options{}, "", invalid.Input("The request body must be a JSON object.")
 	}
 
 	o = NewOptions("")
@@ -132,7 +131,7 @@ func ParseRequest(body []byte) (o Options, format string, err error) {
 			return nil
 		}
 		if err := json.Unmarshal(v, dst); err != nil {
-			return apierr.Invalid(k, "must be a string")
+			return invalid.Field(k, "must be a string")
 		}
 		return nil
 	}
@@ -143,13 +142,13 @@ func ParseRequest(body []byte) (o Options, format string, err error) {
 		}
 		var f float64
 		if err := json.Unmarshal(v, &f); err != nil {
-			return apierr.Invalid(k, "must be a number")
+			return invalid.Field(k, "must be a number")
 		}
 		if f != math.Trunc(f) {
-			return apierr.Invalid(k, "must be an integer")
+			return invalid.Field(k, "must be an integer")
 		}
 		if math.Abs(f) > 1<<30 {
-			return apierr.Invalid(k, "is out of range")
+			return invalid.Field(k, "is out of range")
 		}
 		*dst = int(f)
 		return nil
@@ -157,10 +156,10 @@ func ParseRequest(body []byte) (o Options, format string, err error) {
 
 	v, ok := present("data")
 	if !ok {
-		return Options{}, "", apierr.Invalid("data", "is required")
+		return Options{}, "", invalid.Field("data", "is required")
 	}
 	if err := json.Unmarshal(v, &o.Data); err != nil {
-		return Options{}, "", apierr.Invalid("data", "must be a string")
+		return Options{}, "", invalid.Field("data", "must be a string")
 	}
 	for _, e := range []error{
 		integer("size", &o.Size),
@@ -190,7 +189,7 @@ func ParseRequest(body []byte) (o Options, format string, err error) {
 	case "dataurl":
 		format = FormatDataURL
 	default:
-		return Options{}, "", apierr.Invalid("format", fmt.Sprintf("%q is not one of png, dataUrl", format))
+		return Options{}, "", invalid.Field("format", fmt.Sprintf("%q is not one of png, dataUrl", format))
 	}
 	if err := o.validate(&apiFields); err != nil {
 		return Options{}, "", err
@@ -201,7 +200,7 @@ func ParseRequest(body []byte) (o Options, format string, err error) {
 // FromAttrs builds the options of an <img data-qr="data"> element. attrs
 // holds the values of its data-qr-* attributes by suffix: "size", "margin",
 // "ecc", "dark", "light"; other keys are ignored. An absent or blank value
-// takes the default. Errors are 400 *apierr.Error naming the attribute
+// takes the default. Errors are *invalid.Error naming the attribute
 // (e.g. "data-qr-size"). data is encoded as given (not trimmed).
 func FromAttrs(data string, attrs map[string]string) (Options, error) {
 	o := NewOptions(data)
@@ -216,7 +215,7 @@ func FromAttrs(data string, attrs map[string]string) (Options, error) {
 		}
 		n, err := strconv.Atoi(v)
 		if err != nil {
-			return apierr.Invalid(field, fmt.Sprintf("%q is not an integer", v))
+			return invalid.Field(field, fmt.Sprintf("%q is not an integer", v))
 		}
 		*dst = n
 		return nil
@@ -243,7 +242,7 @@ func FromAttrs(data string, attrs map[string]string) (Options, error) {
 }
 
 // Validate checks o against the limits of the package comment, naming the
-// API's JSON fields in its errors (400 *apierr.Error). Besides the field
+// API's JSON fields in its errors (*invalid.Error). Besides the field
 // limits it rejects data longer than a QR code holds at the chosen level
 // (field data), and a size below one pixel per module for the code that data
 // needs plus its margin (field size; see plan). It normalises ECC to upper
@@ -291,13 +290,13 @@ type layout struct {
 func (o *Options) plan(f *fieldNames) (layout, error) {
 	var p layout
 	if o.Data == "" {
-		return p, apierr.Invalid(f.data, "is required and must not be empty")
+		return p, invalid.Field(f.data, "is required and must not be empty")
 	}
 	if o.Size < MinSize || o.Size > MaxSize {
-		return p, apierr.Invalid(f.size, fmt.Sprintf("%d is not between %d and %d pixels", o.Size, MinSize, MaxSize))
+		return p, invalid.Field(f.size, fmt.Sprintf("%d is not between %d and %d pixels", o.Size, MinSize, MaxSize))
 	}
 	if o.Margin < MinMargin || o.Margin > MaxMargin {
-		return p, apierr.Invalid(f.margin, fmt.Sprintf("%d is not between %d and %d modules", o.Margin, MinMargin, MaxMargin))
+		return p, invalid.Field(f.margin, fmt.Sprintf("%d is not between %d and %d modules", o.Margin, MinMargin, MaxMargin))
 	}
 	switch strings.ToUpper(strings.TrimSpace(o.ECC)) {
 	case "L":
@@ -309,14 +308,14 @@ func (o *Options) plan(f *fieldNames) (layout, error) {
 	case "H":
 		p.level = 3
 	default:
-		return p, apierr.Invalid(f.ecc, fmt.Sprintf("%q is not one of L, M, Q, H", o.ECC))
+		return p, invalid.Field(f.ecc, fmt.Sprintf("%q is not one of L, M, Q, H", o.ECC))
 	}
 	var ok bool
 	if p.dark, ok = parseColour(o.Dark); !ok {
-		return p, apierr.Invalid(f.dark, fmt.Sprintf("%q is not a #rgb or #rrggbb colour", o.Dark))
+		return p, invalid.Field(f.dark, fmt.Sprintf("%q is not a #rgb or #rrggbb colour", o.Dark))
 	}
 	if p.light, ok = parseColour(o.Light); !ok {
-		return p, apierr.Invalid(f.light, fmt.Sprintf("%q is not a #rgb or #rrggbb colour", o.Light))
+		return p, invalid.Field(f.light, fmt.Sprintf("%q is not a #rgb or #rrggbb colour", o.Light))
 	}
 
 	p.mode = dataMode(o.Data)
@@ -333,14 +332,14 @@ func (o *Options) plan(f *fieldNames) (layout, error) {
 		if p.mode != modeByte {
 			unit = "characters"
 		}
-		return p, apierr.Invalid(f.data, fmt.Sprintf(
+		return p, invalid.Field(f.data, fmt.Sprintf(
 			"too long for a QR code at error correction level %c: %d %s, at most %d in %s mode",
 			"LMQH"[p.level], n, unit, max, modeNames[p.mode])).
 			WithHint("Shorten the data or choose a lower errorCorrectionLevel.")
 	}
 	p.modules = 17 + 4*p.version
 	if need := p.modules + 2*o.Margin; o.Size < need {
-		return p, apierr.Invalid(f.size, fmt.Sprintf(
+		return p, invalid.Field(f.size, fmt.Sprintf(
 			"%d pixels is too small for this code: %d modules plus a margin of %d on each side need at least %d pixels",
 			o.Size, p.modules, o.Margin, need)).
 			WithHint("Increase the size, reduce the margin, or shorten the data.")

@@ -8,17 +8,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
-	"net/http"
 	"sync"
 
-	"github.com/docrender/docrender/pkg/apierr"
+	"github.com/docrender/docrender/pkg/invalid"
 	qrcode "github.com/yeqown/go-qrcode/v2"
 )
 
 // DataURLPrefix starts every data URL DataURL returns.
 const DataURLPrefix = "data:image/png;base64,"
 
-// PNG validates o (see Options.Validate; errors are 400 *apierr.Error naming
+// PNG validates o (see Options.Validate; errors are *invalid.Error naming
 // the JSON field) and returns a PNG of exactly o.Size×o.Size pixels: the code
 // with o.Margin modules of quiet zone on each side, dark modules in o.Dark,
 // everything else in o.Light.
@@ -79,7 +78,7 @@ func Render(o Options, format string) (body []byte, contentType string, err erro
 		}
 		return b, "application/json", nil
 	}
-	return nil, "", apierr.Invalid("format", fmt.Sprintf("%q is not one of png, dataUrl", format))
+	return nil, "", invalid.Field("format", fmt.Sprintf("%q is not one of png, dataUrl", format))
 }
 
 // The library's options are immutable values; build them once.
@@ -106,21 +105,20 @@ func init() {
 
 // encodeMatrix builds the code with the level, mode and version plan chose
 // and hands its matrix to w. The library panics on some internal
-// inconsistencies; that becomes a 500, never a crash.
+// inconsistencies; that becomes an error (a 500), never a crash.
 func encodeMatrix(data string, p *layout, w qrcode.Writer) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = apierr.Wrap(http.StatusInternalServerError, "Internal server error.",
-				fmt.Errorf("qr: go-qrcode panicked: %v", r))
+			err = fmt.Errorf("qr: go-qrcode panicked: %v", r)
 		}
 	}()
 	code, err := qrcode.NewWith(data, levelOpts[p.level], modeOpts[p.mode], versionOpts[p.version])
 	if err != nil {
 		// plan has checked the capacity already, so this is not the input's fault.
-		return apierr.Wrap(http.StatusInternalServerError, "Internal server error.", fmt.Errorf("qr: %w", err))
+		return fmt.Errorf("qr: %w", err)
 	}
 	if err := code.Save(w); err != nil {
-		return apierr.Wrap(http.StatusInternalServerError, "Internal server error.", err)
+		return fmt.Errorf("qr: %w", err)
 	}
 	return nil
 }

@@ -10,14 +10,13 @@ import (
 	"image/color"
 	"image/draw"
 	"image/png"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/docrender/docrender/pkg/apierr"
+	"github.com/docrender/docrender/pkg/invalid"
 	qrcode "github.com/yeqown/go-qrcode/v2"
 )
 
@@ -336,19 +335,15 @@ func TestFromAttrs(t *testing.T) {
 
 func wantInvalid(t *testing.T, err error, field string) {
 	t.Helper()
-	var ae *apierr.Error
-	if !errors.As(err, &ae) {
-		t.Fatalf("error %v (%T) is not *apierr.Error", err, err)
+	var bad *invalid.Error
+	if !errors.As(err, &bad) {
+		t.Fatalf("error %v (%T) is not *invalid.Error", err, err)
 	}
-	if ae.Status != http.StatusBadRequest || ae.Code != apierr.BadRequest {
-		t.Fatalf("status %d code %s, want 400 BAD_REQUEST (%v)", ae.Status, ae.Code, ae)
+	if bad.Field != field {
+		t.Fatalf("field %q, want %q (%v)", bad.Field, field, bad)
 	}
-	got, _ := ae.Extra["field"].(string)
-	if got != field {
-		t.Fatalf("field %q, want %q (%v)", got, field, ae)
-	}
-	if field != "" && !strings.Contains(ae.Message, field) {
-		t.Fatalf("message %q does not name %q", ae.Message, field)
+	if field != "" && !strings.Contains(bad.Error(), field) {
+		t.Fatalf("message %q does not name %q", bad.Error(), field)
 	}
 }
 

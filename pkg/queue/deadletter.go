@@ -85,9 +85,10 @@ func (c *Conn) settleDead(ctx context.Context, seq uint64, dead DeadHandler) {
 		_ = s.DeleteMsg(ctx, seq)
 		return
 	}
-	log := c.log.With("job_id", job.Id, "request_id", job.RequestId, "batch_id", job.BatchId, "seq", seq)
+	batchID, _ := job.BatchRef()
+	log := c.log.With("job_id", job.Id, "request_id", job.RequestId, "batch_id", batchID, "seq", seq)
 	log.Error("job used up its tries without an answer (its worker died or hung every time); settling it as failed")
-	res := c.settleContained(logging.With(ctx, "job_id", job.Id, "batch_id", job.BatchId), dead, job)
+	res := c.settleContained(logging.With(ctx, "job_id", job.Id, "batch_id", batchID), dead, job)
 	if res == nil {
 		log.Error("dead job not settled; it stays in the stream")
 		return
@@ -95,7 +96,8 @@ func (c *Conn) settleDead(ctx context.Context, seq uint64, dead DeadHandler) {
 	if err := s.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
 		log.Warn("dead job: delete", "err", err)
 	}
-	res.JobId, res.BatchId, res.BatchIndex = job.Id, job.BatchId, job.BatchIndex
+	res.JobId = job.Id
+	res.BatchId, res.BatchIndex = job.BatchRef()
 	if err := c.reply(job, res); err != nil {
 		log.Info("dead job's client is gone", "err", err)
 	}

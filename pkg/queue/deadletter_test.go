@@ -97,7 +97,7 @@ func TestJobThatKillsItsWorkersIsSettled(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.ackWait = 500 * time.Millisecond
-		if err := c.Setup(context.Background(), 100); err != nil {
+		if err := c.Setup(context.Background(), Streams{MaxJobs: 100}); err != nil {
 			t.Fatal(err)
 		}
 		return srv, c
@@ -148,7 +148,7 @@ func TestDeadJobAnswersItsClient(t *testing.T) {
 		t.Run(srv.name, func(t *testing.T) {
 			c := srv.connect(t, 100)
 			c.ackWait = 300 * time.Millisecond
-			if err := c.Setup(context.Background(), 100); err != nil {
+			if err := c.Setup(context.Background(), Streams{MaxJobs: 100}); err != nil {
 				t.Fatal(err)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

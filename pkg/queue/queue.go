@@ -104,6 +104,8 @@ type Conn struct {
 	cancels *cancels
 	// ackWait is defaultAckWait; tests shorten it.
 	ackWait time.Duration
+	// results are the waiters of this process's submitted jobs.
+	results *results
 }
 
 // Connect dials url, or the in-process server when srv is not nil.
@@ -132,7 +134,8 @@ func Connect(ctx context.Context, url string, srv *server.Server, ns, name strin
 		nc.Close()
 		return nil, fmt.Errorf("queue: jetstream: %w", err)
 	}
-	return &Conn{n: NamesFor(ns), nc: nc, js: js, log: log, cancels: newCancels(), ackWait: defaultAckWait}, nil
+	n := NamesFor(ns)
+	return &Conn{n: n, nc: nc, js: js, log: log, cancels: newCancels(), ackWait: defaultAckWait, results: newResults(nc, n.ResultPrefix)}, nil
 }
 
 // Close drains the connection.
@@ -143,17 +146,20 @@ func (c *Conn) NATS() *nats.Conn { return c.nc }
 
 // Setup creates or updates the stream and the shared consumer. It uses only
 // features of nats-server 2.9, which some deployments still run.
-func (c *Conn) Setup(ctx context.Context, maxQueue int) error {
+func (c *Conn) Setup(ctx context.Context, st Streams) error {
+	st = st.withDefaults()
 	cfg := jetstream.StreamConfig{
 		Name:       c.n.Stream,
 		Subjects:   []string{c.n.SubjectPrefix + ">"},
 		Retention:  jetstream.WorkQueuePolicy,
 		Storage:    jetstream.FileStorage,
 		Discard:    jetstream.DiscardNew,
-		MaxMsgs:    int64(maxQueue),
+		MaxMsgs:    int64(st.MaxJobs),
+		MaxBytes:   st.MaxJobBytes,
 		Duplicates: 2 * time.Minute,
+		Replicas:   st.Replicas,
 	}
-	if _, err := c.js.CreateOrUpdateStream(ctx, cfg); err != nil {
+	if err := c.upsertStream(ctx, cfg); err != nil {
 		return fmt.Errorf("queue: stream: %w", err)
 	}
 	_, err := c.js.CreateOrUpdateConsumer(ctx, c.n.Stream, jetstream.ConsumerConfig{
@@ -167,7 +173,97 @@ func (c *Conn) Setup(ctx context.Context, maxQueue int) error {
 	if err != nil {
 		return fmt.Errorf("queue: consumer: %w", err)
 	}
-	return c.setupWebhooks(ctx)
+	return c.setupWebhooks(ctx, st)
+}
+
+// Streams are the limits of the job and webhook streams.
+type Streams struct {
+	// MaxJobs bounds the jobs waiting or running (DOCRENDER_MAX_QUEUE):
+	// past it a publish is refused with ErrQueueFull.
+	MaxJobs int
+	// MaxJobBytes bounds the job stream's storage; 0: DefaultMaxJobBytes.
+	MaxJobBytes int64
+	// MaxWebhookBytes bounds the webhook stream's; 0: DefaultMaxWebhookBytes.
+	MaxWebhookBytes int64
+	// Replicas is how many JetStream servers keep each stream
+	// (DOCRENDER_JOB_REPLICAS); 0 means 1. A start never lowers the
+	// replicas an operator raised on a stream that exists.
+	Replicas int
+}
+
+// Storage bounds of the streams: a job is a few kilobytes (inputs travel
+// by blob key), a webhook delivery a few hundred bytes.
+const (
+	DefaultMaxJobBytes     = 1 << 30
+	DefaultMaxWebhookBytes = 256 << 20
+)
+
+func (s Streams) withDefaults() Streams {
+	if s.MaxJobBytes <= 0 {
+		s.MaxJobBytes = DefaultMaxJobBytes
+	}
+	if s.MaxWebhookBytes <= 0 {
+		s.MaxWebhookBytes = DefaultMaxWebhookBytes
+	}
+	s.Replicas = max(s.Replicas, 1)
+	return s
+}
+
+// upsertStream creates the stream or updates its configuration, keeping
+// replicas an operator raised (nats stream edit --replicas 3) above what
+// this process asks for: every process start applies its configuration,
+// and one started with the default must not shrink a cluster's copies.
+func (c *Conn) upsertStream(ctx context.Context, cfg jetstream.StreamConfig) error {
+	if s, err := c.js.Stream(ctx, cfg.Name); err == nil {
+		if have := s.CachedInfo().Config.Replicas; have > cfg.Replicas {
+			c.log.Info("keeping the stream's replicas", "stream", cfg.Name, "replicas", have, "asked", cfg.Replicas)
+			cfg.Replicas = have
+		}
+	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return err
+	}
+	_, err := c.js.CreateOrUpdateStream(ctx, cfg)
+	return err
+}
+
+// Ready reports whether jobs can be queued now: connected, and the job
+// stream answers (it has a leader). A stream whose servers lost their
+// quorum fails it while the connection itself is fine.
+func (c *Conn) Ready(ctx context.Context) error {
+	if !c.nc.IsConnected() {
+		return fmt.Errorf("%w: %s", ErrUnavailable, c.nc.Status())
+	}
+	s, err := c.js.Stream(ctx, c.n.Stream)
+	if err != nil {
+		return fmt.Errorf("%w: job stream: %v", ErrUnavailable, err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: job stream: %v", ErrUnavailable, err)
+	}
+	return quorum(info.Cluster)
+}
+
+// quorum reports whether a replicated stream can take writes. A leader keeps
+// answering info for up to Raft's lost-quorum interval (10 s) after its peers
+// are gone; peers that shut down are marked offline at once, so count them.
+func quorum(ci *jetstream.ClusterInfo) error {
+	if ci == nil || len(ci.Replicas) == 0 {
+		return nil // a single server, or a stream with one replica
+	}
+	if ci.Leader == "" {
+		return fmt.Errorf("%w: job stream has no leader", ErrUnavailable)
+	}
+	up := 1 // the leader
+	for _, p := range ci.Replicas {
+		if p != nil && !p.Offline {
+			up++
+		}
+	}
+	if need := (len(ci.Replicas)+1)/2 + 1; up < need {
+		return fmt.Errorf("%w: job stream has %d of %d replicas, needs %d", ErrUnavailable, up, len(ci.Replicas)+1, need)
+	}
+	return nil
 }
 
 // Depth is the number of jobs waiting or in flight.
@@ -212,11 +308,12 @@ func (c *Conn) Publish(ctx context.Context, job *jobspb.Job) error {
 	msg.Header.Set(jetstream.MsgIDHeader, job.Id)
 	if _, err := c.js.PublishMsg(ctx, msg); err != nil {
 		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && strings.Contains(strings.ToLower(apiErr.Description), "maximum messages") {
+		if errors.As(err, &apiErr) && isFull(apiErr.Description) {
 			return ErrQueueFull
 		}
 		if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
-			!c.nc.IsConnected() {
+			errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
+			(apiErr != nil && apiErr.Code == 503) || !c.nc.IsConnected() {
 			return fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
 		return fmt.Errorf("queue: publish: %w", err)
@@ -224,49 +321,24 @@ func (c *Conn) Publish(ctx context.Context, job *jobspb.Job) error {
 	return nil
 }
 
-// Pending is a submitted job whose result is awaited.
-type Pending struct {
-	sub *nats.Subscription
-}
-
-// Submit publishes job with a fresh reply subject and returns a handle to
-// wait for its result. The subscription exists before the job is published,
-// so no result can be missed.
+// Submit publishes job with a reply subject of this process's and returns
+// a handle to wait for its result (results.go). The waiter exists before
+// the job is published, so no result can be missed.
 func (c *Conn) Submit(ctx context.Context, job *jobspb.Job) (*Pending, error) {
 	if !c.nc.IsConnected() {
 		return nil, fmt.Errorf("%w: %s", ErrUnavailable, c.nc.Status())
 	}
-	job.ReplySubject = c.n.ResultPrefix + job.Id
-	sub, err := c.nc.SubscribeSync(job.ReplySubject)
+	ch, err := c.results.add(job.Id)
 	if err != nil {
-		return nil, fmt.Errorf("%w: subscribe: %v", ErrUnavailable, err)
-	}
-	if err := c.Publish(ctx, job); err != nil {
-		sub.Unsubscribe()
 		return nil, err
 	}
-	return &Pending{sub: sub}, nil
-}
-
-// Wait blocks until the result arrives or ctx ends.
-func (p *Pending) Wait(ctx context.Context) (*jobspb.Result, error) {
-	defer p.sub.Unsubscribe()
-	msg, err := p.sub.NextMsgWithContext(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("queue: waiting for result: %w", err)
+	job.ReplySubject = c.results.subject(job.Id)
+	if err := c.Publish(ctx, job); err != nil {
+		c.results.remove(job.Id)
+		return nil, err
 	}
-	// Confirm receipt: the worker keeps offering the result until someone
-	// does (see Conn.reply).
-	_ = msg.Respond(nil)
-	res := &jobspb.Result{}
-	if err := proto.Unmarshal(msg.Data, res); err != nil {
-		return nil, fmt.Errorf("queue: bad result: %w", err)
-	}
-	return res, nil
+	return &Pending{id: job.Id, r: c.results, ch: ch}, nil
 }
-
-// Cancel stops waiting.
-func (p *Pending) Cancel() { p.sub.Unsubscribe() }
 
 // Delivery tells a handler which try this is.
 type Delivery struct {
@@ -370,13 +442,14 @@ func (c *Conn) handle(msg jetstream.Msg, h Handler) {
 		d.Attempt = int(md.NumDelivered)
 	}
 	d.Last = d.Attempt >= MaxDeliver
-	log := c.log.With("job_id", job.Id, "request_id", job.RequestId, "batch_id", job.BatchId, "attempt", d.Attempt)
+	batchID, _ := job.BatchRef()
+	log := c.log.With("job_id", job.Id, "request_id", job.RequestId, "batch_id", batchID, "attempt", d.Attempt)
 
 	// The job's IDs travel in its context: every line logged with it (in the
 	// worker, the batch tracker, ...) carries them. A cancel notice ends the
 	// context with cause ErrCancelled.
 	ctx, cancel := context.WithCancelCause(logging.With(context.Background(),
-		"job_id", job.Id, "request_id", job.RequestId, "batch_id", job.BatchId))
+		"job_id", job.Id, "request_id", job.RequestId, "batch_id", batchID))
 	defer cancel(nil)
 	if !c.cancels.start(job.Id, cancel) {
 		log.Info("job cancelled before it started")
@@ -419,9 +492,10 @@ func (c *Conn) handle(msg jetstream.Msg, h Handler) {
 		}
 		log.Error("job failed on its last try", "err", err)
 		res = &jobspb.Result{JobId: job.Id, ErrorKind: jobspb.ErrorKind_ERROR_KIND_INTERNAL,
-			ErrorMessage: "The document could not be rendered.", BatchId: job.BatchId, BatchIndex: job.BatchIndex}
+			ErrorMessage: "The document could not be rendered."}
 	}
-	res.JobId, res.BatchId, res.BatchIndex = job.Id, job.BatchId, job.BatchIndex
+	res.JobId = job.Id
+	res.BatchId, res.BatchIndex = job.BatchRef()
 	if err := c.reply(job, res); err != nil {
 		log.Error("publishing result failed", "err", err)
 	}
@@ -464,6 +538,15 @@ const (
 	resultRetryEvery = 250 * time.Millisecond
 )
 
+// isFull tells a publish refused by the stream's limits (messages or bytes).
+func isFull(desc string) bool {
+	d := strings.ToLower(desc)
+	return strings.Contains(d, "maximum messages") || strings.Contains(d, "maximum bytes")
+}
+
+// errWaiterGone is a result whose gateway no longer waits for it.
+var errWaiterGone = errors.New("queue: nobody waits for the result any more")
+
 func (c *Conn) reply(job *jobspb.Job, res *jobspb.Result) error {
 	if job.ReplySubject == "" {
 		return nil
@@ -474,7 +557,10 @@ func (c *Conn) reply(job *jobspb.Job, res *jobspb.Result) error {
 	}
 	deadline := time.Now().Add(resultWindow)
 	for {
-		_, err := c.nc.Request(job.ReplySubject, data, resultAckTimeout)
+		ack, err := c.nc.Request(job.ReplySubject, data, resultAckTimeout)
+		if err == nil && ack.Header.Get(goneHeader) != "" {
+			return errWaiterGone
+		}
 		if err == nil {
 			return nil
 		}

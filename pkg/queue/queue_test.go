@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -29,7 +31,7 @@ func embedded(t testing.TB, maxQueue int) *Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	if err := c.Setup(context.Background(), maxQueue); err != nil {
+	if err := c.Setup(context.Background(), Streams{MaxJobs: maxQueue}); err != nil {
 		t.Fatal(err)
 	}
 	return c
@@ -71,7 +73,7 @@ func machineNATS(t testing.TB, maxQueue int) *Conn {
 		_ = c.js.DeleteStream(ctx, c.n.WebhookStream)
 		c.Close()
 	})
-	if err := c.Setup(context.Background(), maxQueue); err != nil {
+	if err := c.Setup(context.Background(), Streams{MaxJobs: maxQueue}); err != nil {
 		t.Fatal(err)
 	}
 	return c
@@ -274,21 +276,75 @@ func TestEarlyNoticesExpire(t *testing.T) {
 // re-subscribing after a NATS restart) is offered again until taken.
 func TestResultReachesLateSubscriber(t *testing.T) {
 	c := embedded(t, 10)
-	job := &jobspb.Job{Id: "late", ReplySubject: c.n.ResultPrefix + "late"}
+	job := &jobspb.Job{Id: "late", ReplySubject: c.results.subject("late")}
 	sent := make(chan error, 1)
 	go func() { sent <- c.reply(job, &jobspb.Result{OutputKey: "out"}) }()
 	time.Sleep(600 * time.Millisecond)
-	sub, err := c.nc.SubscribeSync(job.ReplySubject)
+	ch, err := c.results.add("late")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	res, err := (&Pending{sub: sub}).Wait(ctx)
+	res, err := (&Pending{id: "late", r: c.results, ch: ch}).Wait(ctx)
 	if err != nil || res.OutputKey != "out" {
 		t.Fatalf("result %v, %v", res, err)
 	}
 	if err := <-sent; err != nil {
 		t.Fatalf("reply: %v", err)
+	}
+}
+
+// One gateway holds many sync requests: each waiter costs bytes, not the
+// pending buffer of a subscription of its own (~600 KB before).
+func TestWaitersAreSmall(t *testing.T) {
+	c := embedded(t, 10)
+	const n = 20000
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range n {
+		if _, err := c.results.add("job-" + strconv.Itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n
+	t.Logf("%d bytes of heap per waiting request", per)
+	if per > 1024 {
+		t.Fatalf("%d bytes per waiter, want well under a kilobyte", per)
+	}
+	for i := range n {
+		c.results.remove("job-" + strconv.Itoa(i))
+	}
+}
+
+// A result whose waiter left is refused at once, not offered for the whole
+// result window; a result whose waiter is there arrives once.
+func TestResultOfALeftWaiterIsRefused(t *testing.T) {
+	c := embedded(t, 10)
+	job := &jobspb.Job{Id: "gone", ReplySubject: c.results.subject("gone")}
+	if _, err := c.results.add("other"); err != nil { // the subscription exists
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := c.reply(job, &jobspb.Result{}); !errors.Is(err, errWaiterGone) {
+		t.Fatalf("reply to a left waiter: %v", err)
+	}
+	if d := time.Since(start); d > resultAckTimeout {
+		t.Fatalf("the refusal took %s", d)
+	}
+	ch, err := c.results.add("here")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Pending{id: "here", r: c.results, ch: ch}
+	if err := c.reply(&jobspb.Job{Id: "here", ReplySubject: c.results.subject("here")}, &jobspb.Result{OutputKey: "k"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Wait(context.Background())
+	if err != nil || res.OutputKey != "k" {
+		t.Fatalf("Wait = %v, %v", res, err)
 	}
 }

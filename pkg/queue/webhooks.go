@@ -59,13 +59,15 @@ func WebhookRetryDelay(attempt int) time.Duration {
 
 // setupWebhooks creates the delivery stream and its consumer, with
 // features of nats-server 2.9 only (NakWithDelay).
-func (c *Conn) setupWebhooks(ctx context.Context) error {
-	_, err := c.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+func (c *Conn) setupWebhooks(ctx context.Context, st Streams) error {
+	err := c.upsertStream(ctx, jetstream.StreamConfig{
 		Name:       c.n.WebhookStream,
 		Subjects:   []string{c.n.WebhookSubject},
 		Retention:  jetstream.WorkQueuePolicy,
 		Storage:    jetstream.FileStorage,
 		Duplicates: webhookDedup,
+		MaxBytes:   st.MaxWebhookBytes,
+		Replicas:   st.Replicas,
 	})
 	if err != nil {
 		return fmt.Errorf("queue: webhook stream: %w", err)

@@ -423,13 +423,12 @@ func (x *MergeJob) GetWatermark() *Watermark {
 	return nil
 }
 
+// Job is one unit of work; its kind alone says what the worker does.
 type Job struct {
-	state      protoimpl.MessageState `protogen:"open.v1"`
-	Id         string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	RequestId  string                 `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	AccountId  string                 `protobuf:"bytes,3,opt,name=account_id,json=accountId,proto3" json:"account_id,omitempty"`
-	BatchId    string                 `protobuf:"bytes,4,opt,name=batch_id,json=batchId,proto3" json:"batch_id,omitempty"`
-	BatchIndex int32                  `protobuf:"varint,5,opt,name=batch_index,json=batchIndex,proto3" json:"batch_index,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Id        string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	RequestId string                 `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	AccountId string                 `protobuf:"bytes,3,opt,name=account_id,json=accountId,proto3" json:"account_id,omitempty"`
 	// Blob key the worker writes the result to.
 	OutputKey string `protobuf:"bytes,6,opt,name=output_key,json=outputKey,proto3" json:"output_key,omitempty"`
 	// Core NATS subject the worker publishes the Result to.
@@ -441,6 +440,7 @@ type Job struct {
 	//	*Job_Render
 	//	*Job_Merge
 	//	*Job_Zip
+	//	*Job_BatchDocument
 	Kind          isJob_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -495,20 +495,6 @@ func (x *Job) GetAccountId() string {
 		return x.AccountId
 	}
 	return ""
-}
-
-func (x *Job) GetBatchId() string {
-	if x != nil {
-		return x.BatchId
-	}
-	return ""
-}
-
-func (x *Job) GetBatchIndex() int32 {
-	if x != nil {
-		return x.BatchIndex
-	}
-	return 0
 }
 
 func (x *Job) GetOutputKey() string {
@@ -566,6 +552,15 @@ func (x *Job) GetZip() *ZipJob {
 	return nil
 }
 
+func (x *Job) GetBatchDocument() *BatchDocumentJob {
+	if x != nil {
+		if x, ok := x.Kind.(*Job_BatchDocument); ok {
+			return x.BatchDocument
+		}
+	}
+	return nil
+}
+
 type isJob_Kind interface {
 	isJob_Kind()
 }
@@ -582,23 +577,92 @@ type Job_Zip struct {
 	Zip *ZipJob `protobuf:"bytes,12,opt,name=zip,proto3,oneof"`
 }
 
+type Job_BatchDocument struct {
+	BatchDocument *BatchDocumentJob `protobuf:"bytes,13,opt,name=batch_document,json=batchDocument,proto3,oneof"`
+}
+
 func (*Job_Render) isJob_Kind() {}
 
 func (*Job_Merge) isJob_Kind() {}
 
 func (*Job_Zip) isJob_Kind() {}
 
-// ZipJob assembles the PDFs of a finished batch (Job.batch_id) into its ZIP.
-// Everything else it needs is in the batch record in the state store.
+func (*Job_BatchDocument) isJob_Kind() {}
+
+// BatchDocumentJob renders document `index` of a batch and advances the
+// batch (package batch holds its state).
+type BatchDocumentJob struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	BatchId       string                 `protobuf:"bytes,1,opt,name=batch_id,json=batchId,proto3" json:"batch_id,omitempty"`
+	Index         int32                  `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
+	Render        *RenderJob             `protobuf:"bytes,3,opt,name=render,proto3" json:"render,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchDocumentJob) Reset() {
+	*x = BatchDocumentJob{}
+	mi := &file_jobs_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchDocumentJob) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchDocumentJob) ProtoMessage() {}
+
+func (x *BatchDocumentJob) ProtoReflect() protoreflect.Message {
+	mi := &file_jobs_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchDocumentJob.ProtoReflect.Descriptor instead.
+func (*BatchDocumentJob) Descriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *BatchDocumentJob) GetBatchId() string {
+	if x != nil {
+		return x.BatchId
+	}
+	return ""
+}
+
+func (x *BatchDocumentJob) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *BatchDocumentJob) GetRender() *RenderJob {
+	if x != nil {
+		return x.Render
+	}
+	return nil
+}
+
+// ZipJob assembles the PDFs of a batch whose documents are all done into its
+// ZIP. Everything else it needs is in the batch record in the state store.
 type ZipJob struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
+	BatchId       string                 `protobuf:"bytes,1,opt,name=batch_id,json=batchId,proto3" json:"batch_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ZipJob) Reset() {
 	*x = ZipJob{}
-	mi := &file_jobs_proto_msgTypes[5]
+	mi := &file_jobs_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -610,7 +674,7 @@ func (x *ZipJob) String() string {
 func (*ZipJob) ProtoMessage() {}
 
 func (x *ZipJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[5]
+	mi := &file_jobs_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -623,7 +687,14 @@ func (x *ZipJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ZipJob.ProtoReflect.Descriptor instead.
 func (*ZipJob) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{5}
+	return file_jobs_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ZipJob) GetBatchId() string {
+	if x != nil {
+		return x.BatchId
+	}
+	return ""
 }
 
 // WebhookDelivery is one webhook notification (DESIGN 4.18). It travels on a
@@ -644,7 +715,7 @@ type WebhookDelivery struct {
 
 func (x *WebhookDelivery) Reset() {
 	*x = WebhookDelivery{}
-	mi := &file_jobs_proto_msgTypes[6]
+	mi := &file_jobs_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -656,7 +727,7 @@ func (x *WebhookDelivery) String() string {
 func (*WebhookDelivery) ProtoMessage() {}
 
 func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[6]
+	mi := &file_jobs_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -669,7 +740,7 @@ func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDelivery.ProtoReflect.Descriptor instead.
 func (*WebhookDelivery) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{6}
+	return file_jobs_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *WebhookDelivery) GetDeliveryId() string {
@@ -730,7 +801,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_jobs_proto_msgTypes[7]
+	mi := &file_jobs_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -742,7 +813,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[7]
+	mi := &file_jobs_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -755,7 +826,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{7}
+	return file_jobs_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Result) GetJobId() string {
@@ -849,16 +920,13 @@ const file_jobs_proto_rawDesc = "" +
 	"input_keys\x18\x01 \x03(\tR\tinputKeys\x12\x1f\n" +
 	"\vinput_names\x18\x02 \x03(\tR\n" +
 	"inputNames\x12:\n" +
-	"\twatermark\x18\x03 \x01(\v2\x1c.docrender.jobs.v1.WatermarkR\twatermark\"\x96\x03\n" +
+	"\twatermark\x18\x03 \x01(\v2\x1c.docrender.jobs.v1.WatermarkR\twatermark\"\xcb\x03\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x02 \x01(\tR\trequestId\x12\x1d\n" +
 	"\n" +
-	"account_id\x18\x03 \x01(\tR\taccountId\x12\x19\n" +
-	"\bbatch_id\x18\x04 \x01(\tR\abatchId\x12\x1f\n" +
-	"\vbatch_index\x18\x05 \x01(\x05R\n" +
-	"batchIndex\x12\x1d\n" +
+	"account_id\x18\x03 \x01(\tR\taccountId\x12\x1d\n" +
 	"\n" +
 	"output_key\x18\x06 \x01(\tR\toutputKey\x12#\n" +
 	"\rreply_subject\x18\a \x01(\tR\freplySubject\x12\x1d\n" +
@@ -867,9 +935,15 @@ const file_jobs_proto_rawDesc = "" +
 	"\x06render\x18\n" +
 	" \x01(\v2\x1c.docrender.jobs.v1.RenderJobH\x00R\x06render\x123\n" +
 	"\x05merge\x18\v \x01(\v2\x1b.docrender.jobs.v1.MergeJobH\x00R\x05merge\x12-\n" +
-	"\x03zip\x18\f \x01(\v2\x19.docrender.jobs.v1.ZipJobH\x00R\x03zipB\x06\n" +
-	"\x04kind\"\b\n" +
-	"\x06ZipJob\"\xa1\x01\n" +
+	"\x03zip\x18\f \x01(\v2\x19.docrender.jobs.v1.ZipJobH\x00R\x03zip\x12L\n" +
+	"\x0ebatch_document\x18\r \x01(\v2#.docrender.jobs.v1.BatchDocumentJobH\x00R\rbatchDocumentB\x06\n" +
+	"\x04kindJ\x04\b\x04\x10\x05J\x04\b\x05\x10\x06R\bbatch_idR\vbatch_index\"y\n" +
+	"\x10BatchDocumentJob\x12\x19\n" +
+	"\bbatch_id\x18\x01 \x01(\tR\abatchId\x12\x14\n" +
+	"\x05index\x18\x02 \x01(\x05R\x05index\x124\n" +
+	"\x06render\x18\x03 \x01(\v2\x1c.docrender.jobs.v1.RenderJobR\x06render\"#\n" +
+	"\x06ZipJob\x12\x19\n" +
+	"\bbatch_id\x18\x01 \x01(\tR\abatchId\"\xa1\x01\n" +
 	"\x0fWebhookDelivery\x12\x1f\n" +
 	"\vdelivery_id\x18\x01 \x01(\tR\n" +
 	"deliveryId\x12\x10\n" +
@@ -909,17 +983,18 @@ func file_jobs_proto_rawDescGZIP() []byte {
 }
 
 var file_jobs_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_jobs_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_jobs_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_jobs_proto_goTypes = []any{
-	(ErrorKind)(0),          // 0: docrender.jobs.v1.ErrorKind
-	(*Page)(nil),            // 1: docrender.jobs.v1.Page
-	(*Watermark)(nil),       // 2: docrender.jobs.v1.Watermark
-	(*RenderJob)(nil),       // 3: docrender.jobs.v1.RenderJob
-	(*MergeJob)(nil),        // 4: docrender.jobs.v1.MergeJob
-	(*Job)(nil),             // 5: docrender.jobs.v1.Job
-	(*ZipJob)(nil),          // 6: docrender.jobs.v1.ZipJob
-	(*WebhookDelivery)(nil), // 7: docrender.jobs.v1.WebhookDelivery
-	(*Result)(nil),          // 8: docrender.jobs.v1.Result
+	(ErrorKind)(0),           // 0: docrender.jobs.v1.ErrorKind
+	(*Page)(nil),             // 1: docrender.jobs.v1.Page
+	(*Watermark)(nil),        // 2: docrender.jobs.v1.Watermark
+	(*RenderJob)(nil),        // 3: docrender.jobs.v1.RenderJob
+	(*MergeJob)(nil),         // 4: docrender.jobs.v1.MergeJob
+	(*Job)(nil),              // 5: docrender.jobs.v1.Job
+	(*BatchDocumentJob)(nil), // 6: docrender.jobs.v1.BatchDocumentJob
+	(*ZipJob)(nil),           // 7: docrender.jobs.v1.ZipJob
+	(*WebhookDelivery)(nil),  // 8: docrender.jobs.v1.WebhookDelivery
+	(*Result)(nil),           // 9: docrender.jobs.v1.Result
 }
 var file_jobs_proto_depIdxs = []int32{
 	1, // 0: docrender.jobs.v1.RenderJob.page:type_name -> docrender.jobs.v1.Page
@@ -927,13 +1002,15 @@ var file_jobs_proto_depIdxs = []int32{
 	2, // 2: docrender.jobs.v1.MergeJob.watermark:type_name -> docrender.jobs.v1.Watermark
 	3, // 3: docrender.jobs.v1.Job.render:type_name -> docrender.jobs.v1.RenderJob
 	4, // 4: docrender.jobs.v1.Job.merge:type_name -> docrender.jobs.v1.MergeJob
-	6, // 5: docrender.jobs.v1.Job.zip:type_name -> docrender.jobs.v1.ZipJob
-	0, // 6: docrender.jobs.v1.Result.error_kind:type_name -> docrender.jobs.v1.ErrorKind
-	7, // [7:7] is the sub-list for method output_type
-	7, // [7:7] is the sub-list for method input_type
-	7, // [7:7] is the sub-list for extension type_name
-	7, // [7:7] is the sub-list for extension extendee
-	0, // [0:7] is the sub-list for field type_name
+	7, // 5: docrender.jobs.v1.Job.zip:type_name -> docrender.jobs.v1.ZipJob
+	6, // 6: docrender.jobs.v1.Job.batch_document:type_name -> docrender.jobs.v1.BatchDocumentJob
+	3, // 7: docrender.jobs.v1.BatchDocumentJob.render:type_name -> docrender.jobs.v1.RenderJob
+	0, // 8: docrender.jobs.v1.Result.error_kind:type_name -> docrender.jobs.v1.ErrorKind
+	9, // [9:9] is the sub-list for method output_type
+	9, // [9:9] is the sub-list for method input_type
+	9, // [9:9] is the sub-list for extension type_name
+	9, // [9:9] is the sub-list for extension extendee
+	0, // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_jobs_proto_init() }
@@ -945,6 +1022,7 @@ func file_jobs_proto_init() {
 		(*Job_Render)(nil),
 		(*Job_Merge)(nil),
 		(*Job_Zip)(nil),
+		(*Job_BatchDocument)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -952,7 +1030,7 @@ func file_jobs_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jobs_proto_rawDesc), len(file_jobs_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   8,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -10,7 +10,7 @@ import (
 
 	"github.com/go-rod/rod"
 
-	"github.com/docrender/docrender/pkg/apierr"
+	"github.com/docrender/docrender/pkg/invalid"
 	"github.com/docrender/docrender/pkg/qr"
 	"github.com/docrender/docrender/worker/browser"
 )
@@ -207,9 +207,9 @@ func qrErrorMessage(i, n int, row []*string, err error) string {
 		data = data[:cut] + "..."
 	}
 	msg := err.Error()
-	var ae *apierr.Error
-	if errors.As(err, &ae) {
-		msg = ae.Message
+	var bad *invalid.Error
+	if errors.As(err, &bad) {
+		msg = bad.Error()
 	}
 	return fmt.Sprintf("data-qr image %d of %d (data-qr=%q): %s", i+1, n, data, msg)
 }

@@ -6,14 +6,19 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
 	"github.com/docrender/docrender/gateway/app"
+	"github.com/docrender/docrender/pkg/blob"
 	"github.com/docrender/docrender/pkg/config"
 	"github.com/docrender/docrender/pkg/logging"
+	"github.com/docrender/docrender/pkg/queue"
+	"github.com/docrender/docrender/pkg/state"
+	"github.com/docrender/docrender/worker"
 )
 
 func main() {
@@ -29,9 +34,10 @@ func run() error {
 		return err
 	}
 	log := logging.New(cfg.LogLevel, "gateway")
+	cfg.LogWarnings(log)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	a, err := app.Start(ctx, cfg, log)
+	a, err := app.Start(ctx, cfg, log, inProcessWorkers)
 	if err != nil {
 		return err
 	}
@@ -41,4 +47,14 @@ func run() error {
 	defer cancel()
 	a.Close(sctx)
 	return nil
+}
+
+// inProcessWorkers are embedded mode's render workers: the one place the
+// gateway's program reaches into package worker (DESIGN §1).
+func inProcessWorkers(ctx context.Context, cfg config.Config, q *queue.Conn, blobs blob.Store, st state.Store, log *slog.Logger) (app.Workers, error) {
+	w, err := worker.New(ctx, cfg, q, blobs, st, log)
+	if err != nil {
+		return nil, err // not a nil *Worker inside a non-nil interface
+	}
+	return w, nil
 }

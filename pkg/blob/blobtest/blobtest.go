@@ -7,9 +7,11 @@ import (
 	"crypto/rand"
 	"errors"
 	"io"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/docrender/docrender/pkg/blob"
 )
@@ -126,6 +128,50 @@ func Run(t *testing.T, s blob.Store) {
 			}
 			if got := read(t, prefix+"dp/job2/index.html"); string(got) != "job2/index.html" {
 				t.Fatalf("sibling damaged: %q", got)
+			}
+		}},
+		{"list", func(t *testing.T) {
+			want := map[string]int64{}
+			for _, k := range []string{"job1/in/index.html", "job1/out.pdf", "job10/in/a.css", "job2/in/index.html"} {
+				v := strings.Repeat("x", len(k))
+				if err := s.Put(ctx, prefix+"ls/"+k, strings.NewReader(v), int64(len(v))); err != nil {
+					t.Fatal(err)
+				}
+				want[prefix+"ls/"+k] = int64(len(k))
+			}
+			list := func(p string) map[string]int64 {
+				t.Helper()
+				got := map[string]int64{}
+				err := s.List(ctx, p, func(i blob.Info) error {
+					if i.ModTime.IsZero() || time.Since(i.ModTime) > time.Hour {
+						t.Errorf("%s: ModTime %v", i.Key, i.ModTime)
+					}
+					got[i.Key] = i.Size
+					return nil
+				})
+				if err != nil {
+					t.Fatalf("List(%s): %v", p, err)
+				}
+				return got
+			}
+			if got := list(prefix + "ls/"); !maps.Equal(got, want) {
+				t.Fatalf("List(ls/) = %v, want %v", got, want)
+			}
+			// A prefix that is not a folder matches names, as DeletePrefix does.
+			if got := list(prefix + "ls/job1"); len(got) != 3 {
+				t.Fatalf("List(ls/job1) = %v, want job1/* and job10/*", got)
+			}
+			if got := list(prefix + "ls/job1/"); len(got) != 2 {
+				t.Fatalf("List(ls/job1/) = %v, want job1/* only", got)
+			}
+			if got := list(prefix + "ls/none/"); len(got) != 0 {
+				t.Fatalf("List of an empty prefix = %v", got)
+			}
+			stop := errors.New("stop")
+			n := 0
+			err := s.List(ctx, prefix+"ls/", func(blob.Info) error { n++; return stop })
+			if !errors.Is(err, stop) || n != 1 {
+				t.Fatalf("List stopped by fn: err %v after %d calls, want stop after 1", err, n)
 			}
 		}},
 		{"concurrent puts", func(t *testing.T) {

@@ -136,6 +136,50 @@ func (s *Store) DeletePrefix(_ context.Context, prefix string) error {
 	return nil
 }
 
+// List walks the directory of prefix. Files still being written (the
+// temporary names of Put) are not listed.
+func (s *Store) List(ctx context.Context, prefix string, fn func(blob.Info) error) error {
+	dir, _ := filepath.Split(filepath.FromSlash(prefix))
+	base := filepath.Join(s.root, dir)
+	if !strings.HasPrefix(base, s.root) {
+		return fmt.Errorf("localblob: invalid prefix %q", prefix)
+	}
+	err := filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // gone while walking (deleted by another request)
+		}
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if d.IsDir() || strings.HasPrefix(d.Name(), ".tmp-") {
+			return nil
+		}
+		rel, err := filepath.Rel(s.root, p)
+		if err != nil {
+			return err
+		}
+		key := filepath.ToSlash(rel)
+		if !strings.HasPrefix(key, prefix) {
+			return nil
+		}
+		info, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return fn(blob.Info{Key: key, Size: info.Size(), ModTime: info.ModTime()})
+	})
+	if err != nil {
+		return fmt.Errorf("localblob: list %s: %w", prefix, err)
+	}
+	return nil
+}
+
 func (s *Store) Ready(context.Context) error {
 	_, err := os.Stat(s.root)
 	return err

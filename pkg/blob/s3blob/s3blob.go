@@ -191,6 +191,22 @@ func (s *Store) DeletePrefix(ctx context.Context, prefix string) error {
 	return err
 }
 
+// List lists the keys under prefix; an object being uploaded is not
+// listed until its upload completes.
+func (s *Store) List(ctx context.Context, prefix string, fn func(blob.Info) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // stops the listing when fn ends it early
+	for o := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+		if o.Err != nil {
+			return fmt.Errorf("s3blob: list %s: %w", prefix, o.Err)
+		}
+		if err := fn(blob.Info{Key: o.Key, Size: o.Size, ModTime: o.LastModified}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Ready checks that the endpoint answers, the credentials work and the
 // bucket is still there.
 func (s *Store) Ready(ctx context.Context) error {

@@ -4,9 +4,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -38,6 +36,7 @@ func run() error {
 		return fmt.Errorf("DOCRENDER_NATS_URL is required (bin/gateway runs workers in-process without it)")
 	}
 	log := logging.New(cfg.LogLevel, "worker")
+	cfg.LogWarnings(log)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
@@ -58,14 +57,16 @@ func run() error {
 		return err
 	}
 	defer q.Close()
-	if err := q.Setup(ctx, cfg.MaxQueue); err != nil {
+	if err := q.Setup(ctx, queue.Streams{MaxJobs: cfg.MaxQueue, Replicas: cfg.JobReplicas}); err != nil {
 		return err
 	}
 	blobs, err := stores.OpenBlob(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	st, err := openSharedState(ctx, cfg, log)
+	// Batch progress is shared with the gateways: config refuses a
+	// scaled-out start without Redis.
+	st, err := stores.OpenState(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -83,16 +84,11 @@ func run() error {
 	return w.Run(ctx)
 }
 
-// readiness is what /readyz checks: the queue connection, the stores and
+// readiness is what /readyz checks: the job stream, the stores and
 // a browser that answers.
 func readiness(q *queue.Conn, blobsReady ops.Check, st state.Store, w *worker.Worker) map[string]ops.Check {
 	checks := map[string]ops.Check{
-		"queue": func(context.Context) error {
-			if !q.NATS().IsConnected() {
-				return errors.New("not connected")
-			}
-			return nil
-		},
+		"queue":   q.Ready,
 		"blobs":   blobsReady,
 		"browser": w.Pool().Ready,
 	}
@@ -100,16 +96,4 @@ func readiness(q *queue.Conn, blobsReady ops.Check, st state.Store, w *worker.Wo
 		checks["state"] = st.Ready
 	}
 	return checks
-}
-
-// openSharedState opens the state store batches keep their progress in.
-// It must be the gateways' own: Redis. An embedded bbolt file is private
-// to one process, so without DOCRENDER_REDIS_URL this worker renders and
-// merges but refuses batch documents (and says so).
-func openSharedState(ctx context.Context, cfg config.Config, log *slog.Logger) (state.Store, error) {
-	if cfg.RedisURL == "" {
-		log.Warn("DOCRENDER_REDIS_URL is not set: batch documents will be refused (their progress must be shared with the gateways)")
-		return nil, nil
-	}
-	return stores.OpenState(ctx, cfg)
 }

@@ -1,0 +1,83 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/docrender/docrender/gateway/server/apierr"
+)
+
+// maxOptionsBytes bounds the "options" field of a multipart request.
+const maxOptionsBytes = 1 << 20
+
+// form is what every multipart route reads besides its files.
+type form struct {
+	// options is the "options" field: JSON, read by the route.
+	options string
+	// otherParts names file parts sent under another key than "files",
+	// for the hint of a request without files.
+	otherParts []string
+}
+
+// fileFunc takes one "files" part: its name as sent (rawFileName), its
+// content type ("application/octet-stream" when none) and its bytes, which
+// it must not keep past its return.
+type fileFunc func(ctx context.Context, name, mimeType string, body io.Reader) error
+
+// readForm is the one multipart reader of generate and merge. It streams
+// each "files" part to file, in order, never holding a whole file in
+// memory; keeps "options" (at most maxOptionsBytes); names file parts under
+// other keys; drains the rest. A failure of the body itself becomes its
+// answer (bodyError).
+func readForm(c echo.Context, file fileFunc) (*form, error) {
+	mr, err := c.Request().MultipartReader()
+	if err != nil {
+		return nil, apierr.Bad("Malformed multipart body: %v", err)
+	}
+	ctx := c.Request().Context()
+	f := &form{}
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			return f, nil
+		}
+		if err != nil {
+			return f, bodyError(err)
+		}
+		err = f.readPart(ctx, part.FormName(), rawFileName(part), part.Header.Get("Content-Type"), part, file)
+		part.Close()
+		if err != nil {
+			return f, err
+		}
+	}
+}
+
+func (f *form) readPart(ctx context.Context, field, name, mimeType string, r io.Reader, file fileFunc) error {
+	switch field {
+	case "files":
+		if mimeType == "" {
+			mimeType = "application/octet-stream"
+		}
+		return file(ctx, name, mimeType, r)
+	case "options":
+		b, err := io.ReadAll(io.LimitReader(r, maxOptionsBytes+1))
+		if err != nil {
+			return bodyError(err)
+		}
+		if len(b) > maxOptionsBytes {
+			return apierr.Invalid("options", "larger than 1 MiB")
+		}
+		f.options = string(b)
+	default:
+		if name != "" {
+			f.otherParts = append(f.otherParts, field)
+		}
+		if _, err := io.Copy(io.Discard, r); err != nil {
+			return bodyError(err)
+		}
+	}
+	return nil
+}

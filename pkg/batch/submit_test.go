@@ -1,0 +1,160 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/docrender/docrender/pkg/blob"
+	"github.com/docrender/docrender/pkg/ids"
+	"github.com/docrender/docrender/pkg/state"
+	"github.com/docrender/docrender/pkg/usage"
+	"github.com/docrender/docrender/proto/jobspb"
+)
+
+// refusingQueue takes `accept` jobs and refuses the rest.
+type refusingQueue struct {
+	accept int
+	jobs   []*jobspb.Job
+}
+
+var errFull = errors.New("queue full")
+
+func (q *refusingQueue) Publish(_ context.Context, job *jobspb.Job) error {
+	if len(q.jobs) >= q.accept {
+		return errFull
+	}
+	q.jobs = append(q.jobs, job)
+	return nil
+}
+
+func (q *refusingQueue) PublishWebhook(context.Context, *jobspb.WebhookDelivery) error { return nil }
+
+// Submit queues one document job per document, with its own inputs; a queue
+// that refuses part-way fails the batch and gives back what was never queued.
+func TestSubmit(t *testing.T) {
+	const total = 5
+	tests := []struct {
+		name       string
+		accept     int
+		wantStatus string
+		// wantUsed is the account's usage right after Submit: the queued
+		// documents stay charged until each one is run (or skipped).
+		wantUsed string
+	}{
+		{"all queued", total, Processing, "5"},
+		{"refused part-way", 2, Error, "2"},
+		{"refused at once", 0, Error, "0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			q := &refusingQueue{accept: tc.accept}
+			f.tr.q = q
+			ctx := context.Background()
+			id := ids.New()
+			r := &Record{ID: id, OwnerID: "u1", Name: "b", Total: total, ZipID: id, Retention: time.Hour, CreatedAt: time.Now()}
+			var err error
+			if r.Charge, err = usage.New(f.st).Reserve(ctx, r.OwnerID, total, 100); err != nil {
+				t.Fatal(err)
+			}
+			docs := make([]Document, total)
+			for i := range docs {
+				docs[i] = Document{EntryName: "d" + strconv.Itoa(i) + ".pdf", HTML: "<p>doc " + strconv.Itoa(i)}
+			}
+			page := &jobspb.Page{WidthIn: 8.27, HeightIn: 11.69}
+			err = f.tr.Submit(ctx, r, docs, &jobspb.RenderJob{Page: page}, 30*time.Second)
+			if (err != nil) != (tc.accept < total) || (err != nil && !errors.Is(err, errFull)) {
+				t.Fatalf("Submit: %v", err)
+			}
+			if len(q.jobs) != tc.accept {
+				t.Fatalf("%d jobs queued, want %d", len(q.jobs), tc.accept)
+			}
+			for i, job := range q.jobs {
+				doc := job.GetBatchDocument()
+				if doc == nil || doc.BatchId != id || int(doc.Index) != i || job.OutputKey != blob.BatchPDF(id, i) ||
+					doc.Render.BundlePrefix != blob.BatchInputs(id, i) || doc.Render.Page != page || job.TimeoutMs != 30000 {
+					t.Fatalf("job %d = %v", i, job)
+				}
+				if bid, idx := job.BatchRef(); bid != id || int(idx) != i {
+					t.Fatalf("job %d BatchRef = %s, %d", i, bid, idx)
+				}
+			}
+			p, err := f.tr.Progress(ctx, r)
+			if err != nil || p.Status != tc.wantStatus {
+				t.Fatalf("progress %+v (%v), want %s", p, err, tc.wantStatus)
+			}
+			if got := f.usage(t, r); got != tc.wantUsed {
+				t.Fatalf("usage %s, want %s", got, tc.wantUsed)
+			}
+			// Skipping the queued documents of a failed batch gives the rest back.
+			for i := range q.jobs {
+				if tc.wantStatus == Error {
+					if err := f.tr.DocNotDone(ctx, r, i); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if tc.wantStatus == Error {
+				if got := f.usage(t, r); got != "0" {
+					t.Fatalf("usage %s after the queued documents were skipped, want 0", got)
+				}
+				if _, err := f.tr.blobs.Stat(ctx, blob.BatchInputs(id, total-1)+"index.html"); !errors.Is(err, blob.ErrNotFound) {
+					t.Fatalf("inputs of a failed batch remain: %v", err)
+				}
+			} else if _, err := f.tr.blobs.Stat(ctx, blob.BatchInputs(id, total-1)+"index.html"); err != nil {
+				t.Fatalf("inputs not written: %v", err)
+			}
+		})
+	}
+}
+
+// A batch whose record cannot be stored queues nothing and gives back its
+// conversions and its hosted slot.
+func TestSubmitAbandonsWhatItCannotStart(t *testing.T) {
+	f := newFixture(t)
+	q := &refusingQueue{accept: 10}
+	f.tr.q = q
+	ctx := context.Background()
+	id := ids.New()
+	r := &Record{ID: id, OwnerID: "u1", Name: "b", Total: 2, ZipID: ids.New(), Host: true,
+		HostedExpiresAt: time.Now().Add(time.Hour), Retention: time.Hour, CreatedAt: time.Now()}
+	var err error
+	if r.Charge, err = usage.New(f.st).Reserve(ctx, r.OwnerID, 2, 100); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.tr.files.ReserveHosted(ctx, r.OwnerID, r.ZipID, r.HostedExpiresAt, 1); err != nil {
+		t.Fatal(err)
+	}
+	// One document for a total of two: refused before anything is stored.
+	if err := f.tr.Submit(ctx, r, []Document{{EntryName: "a.pdf", HTML: "a"}}, &jobspb.RenderJob{}, time.Second); err == nil {
+		t.Fatal("Submit of a short batch succeeded")
+	}
+	// Now a failure after the inputs were written: the record cannot be stored.
+	r.Total = 1
+	f.tr.st = refusingSets{f.st}
+	if err := f.tr.Submit(ctx, r, []Document{{EntryName: "a.pdf", HTML: "a"}}, &jobspb.RenderJob{}, time.Second); err == nil {
+		t.Fatal("Submit without a state store succeeded")
+	}
+	if len(q.jobs) != 0 {
+		t.Fatalf("%d jobs queued", len(q.jobs))
+	}
+	if _, err := f.tr.blobs.Stat(ctx, blob.BatchInputs(id, 0)+"index.html"); !errors.Is(err, blob.ErrNotFound) {
+		t.Fatalf("inputs of an abandoned batch remain: %v", err)
+	}
+	if got := f.usage(t, r); got != "0" {
+		t.Fatalf("usage %s after an abandoned batch, want 0", got)
+	}
+	if n, err := f.tr.files.HostedCount(ctx, r.OwnerID); err != nil || n != 0 {
+		t.Fatalf("hosted slots %d (%v) after an abandoned batch, want 0", n, err)
+	}
+}
+
+// refusingSets is a state store that cannot store values.
+type refusingSets struct{ state.Store }
+
+func (refusingSets) Set(context.Context, string, []byte, time.Duration) error {
+	return errors.New("state store refuses")
+}

@@ -1,0 +1,45 @@
+package blob
+
+import "strconv"
+
+// The layout of the blob store: every key the service writes is made here,
+// so where a thing lives, and which prefix a sweeper or a bucket lifecycle
+// rule may empty, is decided in one place.
+const (
+	// JobsPrefix holds each single request's temporary files: its inputs,
+	// and its result until it is answered. A request deletes its own; a
+	// sweeper deletes those of requests whose gateway died.
+	JobsPrefix = "jobs/"
+	// FilesPrefix holds stored files (hosted PDFs and ZIPs, cached
+	// documents, batch ZIPs), one object per file ID, deleted at expiry.
+	FilesPrefix = "files/"
+	// BatchesPrefix holds each batch's inputs and rendered documents until
+	// its ZIP is built or it fails.
+	BatchesPrefix = "batches/"
+)
+
+// JobDir is the prefix of everything a single request stores.
+func JobDir(jobID string) string { return JobsPrefix + jobID + "/" }
+
+// JobInputs is where a request's uploaded files are stored, each as
+// JobInputs(id) + its name.
+func JobInputs(jobID string) string { return JobDir(jobID) + "in/" }
+
+// JobResult is where a job writes the PDF its request answers with.
+func JobResult(jobID string) string { return JobDir(jobID) + "out.pdf" }
+
+// FileKey is where a stored file's bytes live.
+func FileKey(fileID string) string { return FilesPrefix + fileID }
+
+// BatchDir is the prefix of a batch's temporary files.
+func BatchDir(batchID string) string { return BatchesPrefix + batchID + "/" }
+
+// BatchInputs is the bundle prefix of document i of a batch.
+func BatchInputs(batchID string, i int) string {
+	return BatchDir(batchID) + "in/" + strconv.Itoa(i) + "/"
+}
+
+// BatchPDF is where document i of a batch is rendered to.
+func BatchPDF(batchID string, i int) string {
+	return BatchDir(batchID) + "pdf/" + strconv.Itoa(i) + ".pdf"
+}
