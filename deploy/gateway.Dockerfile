@@ -6,19 +6,21 @@ ARG GO_VERSION=1.26
 
 FROM golang:${GO_VERSION}-bookworm AS build
 WORKDIR /src
+# Each module builds on its own (GOWORK=off, local modules by replace in
+# go.mod): only gateway and what it replaces are copied.
+ENV GOWORK=off
 # Module files first: the download layer survives source edits.
-COPY go.work go.work.sum ./
 COPY gateway/go.mod gateway/go.sum gateway/
 COPY worker/go.mod worker/go.sum worker/
 COPY pkg/go.mod pkg/go.sum pkg/
 COPY proto/go.mod proto/go.sum proto/
-RUN --mount=type=cache,target=/root/go/pkg/mod go mod download
+RUN --mount=type=cache,target=/root/go/pkg/mod cd gateway && go mod download
 COPY gateway/ gateway/
 COPY worker/ worker/
 COPY pkg/ pkg/
 COPY proto/ proto/
 RUN --mount=type=cache,target=/root/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/gateway ./gateway/cmd/gateway
+    cd gateway && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/gateway ./cmd/gateway
 
 # Static binary, CA certificates, a non-root user and nothing else.
 FROM gcr.io/distroless/static-debian12:nonroot

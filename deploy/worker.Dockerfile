@@ -6,19 +6,19 @@ ARG GO_VERSION=1.26
 
 FROM golang:${GO_VERSION}-bookworm AS build
 WORKDIR /src
+# Each module builds on its own (GOWORK=off, local modules by replace in
+# go.mod): only worker and what it replaces are copied.
+ENV GOWORK=off
 # Module files first: the download layer survives source edits.
-COPY go.work go.work.sum ./
-COPY gateway/go.mod gateway/go.sum gateway/
 COPY worker/go.mod worker/go.sum worker/
 COPY pkg/go.mod pkg/go.sum pkg/
 COPY proto/go.mod proto/go.sum proto/
-RUN --mount=type=cache,target=/root/go/pkg/mod go mod download
-COPY gateway/ gateway/
+RUN --mount=type=cache,target=/root/go/pkg/mod cd worker && go mod download
 COPY worker/ worker/
 COPY pkg/ pkg/
 COPY proto/ proto/
 RUN --mount=type=cache,target=/root/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/worker ./worker/cmd/worker
+    cd worker && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/worker ./cmd/worker
 
 FROM debian:bookworm-slim
 # The same browser and fonts as scripts/setup: Latin metric-compatible

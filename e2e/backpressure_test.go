@@ -127,3 +127,35 @@ func checkRateLimited(t *testing.T, body []byte, h http.Header) {
 		t.Errorf("Retry-After %q, want a number of seconds", ra)
 	}
 }
+
+// TestQueueShareIsPerAccount: one account's batches take at most half of
+// DOCRENDER_MAX_QUEUE (DESIGN §5): past it that account gets 429, while
+// another account's batch and single renders are still taken.
+func TestQueueShareIsPerAccount(t *testing.T) {
+	svc := startService(t, func(cfg *configT) {
+		cfg.MaxQueue = 20
+		cfg.Workers = 1
+		cfg.RenderTimeout = 20 * time.Second
+	})
+	alice, bob, carol := newClient(t, svc), newClient(t, svc), newClient(t, svc)
+	slowDocs := func(n int) []map[string]any {
+		out := docs(n, "slow")
+		for _, d := range out {
+			d["htmlContent"] = slowPage
+		}
+		return out
+	}
+	alice.startStream(map[string]any{"documents": slowDocs(10)})
+	resp := alice.batch(map[string]any{"documents": slowDocs(2), "stream": true})
+	if b := readAll(t, resp); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("alice's second batch: %d %s, want 429 past her share of the queue", resp.StatusCode, b)
+	} else {
+		checkRateLimited(t, b, resp.Header)
+	}
+	bob.startStream(map[string]any{"documents": slowDocs(5)})
+	resp = carol.generate([]file{htmlFile("index.html", "<p>carol</p>")}, nil)
+	mustStatus(t, resp, http.StatusOK)
+	if got := alice.billingUsage().ConversionsUsed; got != 10 {
+		t.Errorf("alice's conversions used %d, want 10 (the refused batch is not charged)", got)
+	}
+}

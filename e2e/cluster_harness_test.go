@@ -52,7 +52,8 @@ func (cl *cluster) script(name string) (string, error) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(repoRoot(), "scripts", name))
 	// Test users all sign up from 127.0.0.1.
-	cmd.Env = append(os.Environ(), "DOCRENDER_CLUSTER_DIR="+cl.dir, "DOCRENDER_AUTH_ATTEMPTS_PER_MINUTE=100000")
+	cmd.Env = append(os.Environ(), "DOCRENDER_CLUSTER_DIR="+cl.dir, "DOCRENDER_AUTH_ATTEMPTS_PER_MINUTE=100000",
+		"DOCRENDER_PLAN_HOBBY_CONCURRENCY=100000", "DOCRENDER_PLAN_HOBBY_RATE=100000")
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

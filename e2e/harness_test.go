@@ -75,6 +75,9 @@ func baseConfig(dir string) config.Config {
 			// Every test user registers from 127.0.0.1; TestAuthThrottle
 			// sets the default back.
 			return "100000"
+		case "DOCRENDER_PLAN_HOBBY_CONCURRENCY", "DOCRENDER_PLAN_HOBBY_RATE":
+			// Tests drive one account hard; TestAccountLimits sets limits.
+			return "100000"
 		case "DOCRENDER_SWEEP_INTERVAL":
 			// Tests that need a sweep run one; a periodic one would race them.
 			return "1h"

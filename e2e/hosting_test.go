@@ -31,6 +31,8 @@ var limitedEnv = map[string]string{
 	"DOCRENDER_PLAN_HOBBY_CONVERSIONS":    "10",
 	"DOCRENDER_PLAN_HOBBY_HOSTED":         "2",
 	"DOCRENDER_PLAN_ENTERPRISE_RETENTION": "3s",
+	"DOCRENDER_PLAN_HOBBY_CONCURRENCY":    "100000",
+	"DOCRENDER_PLAN_HOBBY_RATE":           "100000",
 }
 
 func limitedPlans() (map[string]config.Plan, error) {

@@ -203,6 +203,9 @@ func splitEnv(ns, dataDir string, extra map[string]string) map[string]string {
 		"DOCRENDER_WORKER_ADDR": "127.0.0.1:0",
 		// Test users all sign up from 127.0.0.1.
 		"DOCRENDER_AUTH_ATTEMPTS_PER_MINUTE": "100000",
+		// Tests drive one account hard.
+		"DOCRENDER_PLAN_HOBBY_CONCURRENCY": "100000",
+		"DOCRENDER_PLAN_HOBBY_RATE":        "100000",
 	}
 	for k, v := range extra {
 		env[k] = v

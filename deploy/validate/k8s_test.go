@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -286,13 +287,12 @@ func TestManifestsFitTogether(t *testing.T) {
 		t.Fatalf("%d triggers", len(triggers))
 	}
 	tr := object(triggers[0])
-	stream, consumer := queueNames(t)
-	for k, want := range map[string]string{"stream": stream, "consumer": consumer, "account": "$G"} {
-		if got := tr.str("metadata", k); got != want {
-			t.Errorf("trigger %s = %q, want %q", k, got, want)
-		}
+	// The metric the trigger asks for must be one the service exports.
+	metric := regexp.MustCompile(`docrender_[a-z_]+`).FindString(tr.str("metadata", "query"))
+	if metric == "" || !exportsMetric(t, metric) {
+		t.Errorf("trigger query %q asks for no metric the service exports", tr.str("metadata", "query"))
 	}
-	if tr.str("type") != "nats-jetstream" || tr.str("metadata", "natsServerMonitoringEndpoint") == "" || tr.str("metadata", "lagThreshold") == "" {
+	if tr.str("type") != "prometheus" || tr.str("metadata", "serverAddress") == "" || tr.str("metadata", "threshold") == "" {
 		t.Errorf("trigger %v", tr)
 	}
 	if n, _ := wk.get("spec", "template", "spec", "terminationGracePeriodSeconds").(float64); n < 35 {

@@ -38,39 +38,37 @@ func dockerfile(t *testing.T, name string) []instruction {
 	return out
 }
 
-// workspaceModules are the `use` directories of go.work.
-func workspaceModules(t *testing.T) []string {
+// moduleWithReplaced is module and the local modules its go.mod replaces:
+// what an image that builds module with GOWORK=off must copy.
+func moduleWithReplaced(t *testing.T, module string) []string {
 	t.Helper()
-	b, err := os.ReadFile("../../go.work")
+	b, err := os.ReadFile(filepath.Join("../..", module, "go.mod"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mods []string
-	for _, m := range regexp.MustCompile(`(?m)^\s*\./(\S+)\s*$`).FindAllStringSubmatch(string(b), -1) {
+	mods := []string{module}
+	for _, m := range regexp.MustCompile(`=>\s*\.\./(\S+)`).FindAllStringSubmatch(string(b), -1) {
 		mods = append(mods, m[1])
-	}
-	if len(mods) == 0 {
-		t.Fatal("no modules in go.work")
 	}
 	return mods
 }
 
-// Both images build from the repository's workspace, in stages, and run as
+// Both images build their module on its own (GOWORK=off), in stages, and run as
 // a non-root user; the worker's has Chromium and the fonts of scripts/setup.
 func TestDockerfiles(t *testing.T) {
-	mods := workspaceModules(t)
 	tests := []struct {
 		file        string
-		binary      string
+		module      string
 		final       string
 		wantPackage []string
 	}{
-		{"gateway.Dockerfile", "./gateway/cmd/gateway", "gcr.io/distroless/static-debian12:nonroot", nil},
-		{"worker.Dockerfile", "./worker/cmd/worker", "debian:bookworm-slim",
+		{"gateway.Dockerfile", "gateway", "gcr.io/distroless/static-debian12:nonroot", nil},
+		{"worker.Dockerfile", "worker", "debian:bookworm-slim",
 			[]string{"chromium", "fonts-liberation2", "fonts-noto-core", "fonts-noto-cjk", "fonts-noto-color-emoji", "tini"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {
+			mods := moduleWithReplaced(t, tc.module)
 			ins := dockerfile(t, tc.file)
 			var froms []string
 			var user, all string
@@ -90,12 +88,13 @@ func TestDockerfiles(t *testing.T) {
 			if user == "" || user == "root" || strings.HasPrefix(user, "0") {
 				t.Errorf("final stage runs as %q, want a non-root user", user)
 			}
-			if !strings.Contains(all, "go build") || !strings.Contains(all, tc.binary) {
-				t.Errorf("does not build %s", tc.binary)
+			if !strings.Contains(all, "GOWORK=off") || !strings.Contains(all, "cd "+tc.module+" && ") ||
+				!strings.Contains(all, "go build") || !strings.Contains(all, "./cmd/"+tc.module) {
+				t.Errorf("does not build ./cmd/%s in module %s with GOWORK=off", tc.module, tc.module)
 			}
 			for _, m := range mods {
 				if !strings.Contains(all, "COPY "+m+"/go.mod "+m+"/go.sum "+m+"/") || !strings.Contains(all, "COPY "+m+"/ "+m+"/") {
-					t.Errorf("workspace module %s is not copied (go.work uses it)", m)
+					t.Errorf("module %s is not copied (%s replaces it)", m, tc.module)
 				}
 			}
 			for _, pkg := range tc.wantPackage {
@@ -107,7 +106,7 @@ func TestDockerfiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, m := range append(mods, "go.work", "go.work.sum") {
+			for _, m := range mods {
 				if !strings.Contains(string(ignore), "!"+m) {
 					t.Errorf("%s.dockerignore leaves %s out of the build context", tc.file, m)
 				}
@@ -210,4 +209,14 @@ func queueNames(t *testing.T) (stream, consumer string) {
 		return string(m[1])
 	}
 	return get("Stream"), get("Consumer")
+}
+
+// exportsMetric reports whether pkg/metrics declares metric.
+func exportsMetric(t *testing.T, metric string) bool {
+	t.Helper()
+	b, err := os.ReadFile("../../pkg/metrics/metrics.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Contains(string(b), `"`+metric+`"`)
 }

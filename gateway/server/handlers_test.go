@@ -44,13 +44,25 @@ type fakeQueue struct {
 	refuse error
 	// fail, when set, is the error kind every job ends with.
 	fail jobspb.ErrorKind
+	// hold, when set, keeps every result until it is closed.
+	hold chan struct{}
 }
 
 type result struct {
-	res *jobspb.Result
+	res  *jobspb.Result
+	hold chan struct{}
 }
 
-func (r result) Wait(context.Context) (*jobspb.Result, error) { return r.res, nil }
+func (r result) Wait(ctx context.Context) (*jobspb.Result, error) {
+	if r.hold != nil {
+		select {
+		case <-r.hold:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return r.res, nil
+}
 
 func (q *fakeQueue) Submit(ctx context.Context, job *jobspb.Job) (Waiter, error) {
 	q.mu.Lock()
@@ -60,12 +72,12 @@ func (q *fakeQueue) Submit(ctx context.Context, job *jobspb.Job) (Waiter, error)
 	}
 	q.submitted = append(q.submitted, job)
 	if q.fail != jobspb.ErrorKind_ERROR_KIND_NONE {
-		return result{&jobspb.Result{JobId: job.Id, ErrorKind: q.fail, ErrorMessage: "The fake worker says no."}}, nil
+		return result{&jobspb.Result{JobId: job.Id, ErrorKind: q.fail, ErrorMessage: "The fake worker says no."}, q.hold}, nil
 	}
 	if err := q.blobs.Put(ctx, job.OutputKey, strings.NewReader(fakePDF), int64(len(fakePDF))); err != nil {
 		return nil, err
 	}
-	return result{&jobspb.Result{JobId: job.Id, OutputKey: job.OutputKey, Size: int64(len(fakePDF)), Pages: 2}}, nil
+	return result{&jobspb.Result{JobId: job.Id, OutputKey: job.OutputKey, Size: int64(len(fakePDF)), Pages: 2}, q.hold}, nil
 }
 
 func (q *fakeQueue) Publish(_ context.Context, job *jobspb.Job) error {
@@ -77,6 +89,8 @@ func (q *fakeQueue) Publish(_ context.Context, job *jobspb.Job) error {
 	q.published = append(q.published, job)
 	return nil
 }
+
+func (q *fakeQueue) Admit(context.Context, string, int) error { return nil }
 
 func (q *fakeQueue) PublishWebhook(context.Context, *jobspb.WebhookDelivery) error { return nil }
 
@@ -105,6 +119,7 @@ func newGateway(t *testing.T, env map[string]string) *testGateway {
 	t.Helper()
 	dir := t.TempDir()
 	base := map[string]string{"DOCRENDER_AUTH_ATTEMPTS_PER_MINUTE": "100000", "DOCRENDER_ADMIN_TOKEN": adminToken,
+		"DOCRENDER_PLAN_HOBBY_CONCURRENCY": "100000", "DOCRENDER_PLAN_HOBBY_RATE": "100000",
 		"DOCRENDER_DATA_DIR": dir}
 	for k, v := range env {
 		base[k] = v

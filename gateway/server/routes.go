@@ -28,6 +28,9 @@ type route struct {
 	path    string
 	auth    auth
 	handler echo.HandlerFunc
+	// renders: the request holds one of the account's in-flight slots
+	// (DOCRENDER_PLAN_<PLAN>_CONCURRENCY) while it runs.
+	renders bool
 }
 
 var (
@@ -47,49 +50,50 @@ func (s *Server) routeTable() []route {
 	b := s.batches
 	rs := []route{
 		// Generation (spec 4.1-4.6): generate.go, batch.go, sse.go, merge.go, qrcode.go.
-		{post, "/pdf/generate", apiKey, s.generate},
-		{post, "/pdf/generate-batch", apiKey, b.generate},
-		{get, "/pdf/progress/:batchId", apiKey, b.progress},
-		{get, "/pdf/progress/:batchId/stream", apiKey, b.stream},
-		{post, "/pdf/merge", apiKey, s.merge},
-		{post, "/pdf/qrcode", apiKey, s.qrcode},
+		// Every keyed request counts against the account's rate.
+		{post, "/pdf/generate", apiKey, s.generate, true},
+		{post, "/pdf/generate-batch", apiKey, b.generate, true},
+		{get, "/pdf/progress/:batchId", apiKey, b.progress, false},
+		{get, "/pdf/progress/:batchId/stream", apiKey, b.stream, false},
+		{post, "/pdf/merge", apiKey, s.merge, true},
+		{post, "/pdf/qrcode", apiKey, s.qrcode, false},
 
 		// Stored files (spec 4.7-4.14): hosted.go.
-		{getHead, "/pdf/view/:id", public, s.serveFile("id", "inline")},
-		{getHead, "/pdf/download/:id", public, s.serveFile("id", "attachment")},
-		{get, "/pdf/metadata/:id", public, s.sharedMetadata},
-		{get, "/api/hosted-pdfs/list", session, s.listHosted},
-		{get, "/api/hosted-pdfs/stats", session, s.hostedStats},
-		{getHead, "/api/hosted-pdfs/:pdfId", public, s.serveFile("pdfId", "inline")},
-		{get, "/api/hosted-pdfs/:pdfId/metadata", public, s.hostedMetadata},
-		{del, "/api/hosted-pdfs/:pdfId", session, s.deleteHosted},
+		{getHead, "/pdf/view/:id", public, s.serveFile("id", "inline"), false},
+		{getHead, "/pdf/download/:id", public, s.serveFile("id", "attachment"), false},
+		{get, "/pdf/metadata/:id", public, s.sharedMetadata, false},
+		{get, "/api/hosted-pdfs/list", session, s.listHosted, false},
+		{get, "/api/hosted-pdfs/stats", session, s.hostedStats, false},
+		{getHead, "/api/hosted-pdfs/:pdfId", public, s.serveFile("pdfId", "inline"), false},
+		{get, "/api/hosted-pdfs/:pdfId/metadata", public, s.hostedMetadata, false},
+		{del, "/api/hosted-pdfs/:pdfId", session, s.deleteHosted, false},
 
 		// Plans and usage (spec 4.15): billing.go.
-		{get, "/api/billing/usage", session, s.usage},
-		{get, "/api/billing/subscription", session, s.subscription},
-		{post, "/api/billing/subscription/change-plan", session, s.changePlan},
+		{get, "/api/billing/usage", session, s.usage, false},
+		{get, "/api/billing/subscription", session, s.subscription, false},
+		{post, "/api/billing/subscription/change-plan", session, s.changePlan, false},
 
 		// Accounts, sessions and keys (DESIGN §3): auth.go.
-		{post, "/api/auth/register", public, s.register},
-		{post, "/api/auth/login", public, s.login},
-		{post, "/api/auth/logout", public, s.logout},
-		{get, "/api/auth/me", session, s.me},
-		{del, "/api/auth/account", session, s.deleteAccount},
-		{post, "/api/keys", session, s.createKey},
-		{get, "/api/keys", session, s.listKeys},
-		{del, "/api/keys/:id", session, s.revokeKey},
+		{post, "/api/auth/register", public, s.register, false},
+		{post, "/api/auth/login", public, s.login, false},
+		{post, "/api/auth/logout", public, s.logout, false},
+		{get, "/api/auth/me", session, s.me, false},
+		{del, "/api/auth/account", session, s.deleteAccount, false},
+		{post, "/api/keys", session, s.createKey, false},
+		{get, "/api/keys", session, s.listKeys, false},
+		{del, "/api/keys/:id", session, s.revokeKey, false},
 
 		// The operator's account routes (DESIGN §3): admin.go.
-		{get, "/api/admin/accounts", admin, s.adminListAccounts},
-		{patch, "/api/admin/accounts/:id", admin, s.adminPatchAccount},
+		{get, "/api/admin/accounts", admin, s.adminListAccounts, false},
+		{patch, "/api/admin/accounts/:id", admin, s.adminPatchAccount, false},
 
 		// Probes: server.go.
-		{get, "/healthz", public, s.healthz},
-		{get, "/readyz", public, s.readyz},
+		{get, "/healthz", public, s.healthz, false},
+		{get, "/readyz", public, s.readyz, false},
 	}
 	if s.Config.MetricsAddr == "" {
 		// Otherwise on its own listener (app.go), kept private by the operator.
-		rs = append(rs, route{get, "/metrics", public, echo.WrapHandler(s.Metrics.Handler())})
+		rs = append(rs, route{get, "/metrics", public, echo.WrapHandler(s.Metrics.Handler()), false})
 	}
 	return rs
 }
@@ -105,6 +109,9 @@ func (s *Server) routes() {
 		var mw []echo.MiddlewareFunc
 		if g := guard[r.auth]; g != nil {
 			mw = append(mw, g)
+		}
+		if r.auth == apiKey {
+			mw = append(mw, s.limitAccount(r.renders))
 		}
 		s.e.Match(r.methods, r.path, r.handler, mw...)
 	}

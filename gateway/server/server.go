@@ -28,6 +28,8 @@ import (
 type Queue interface {
 	// Submit queues a job whose result the caller waits for.
 	Submit(ctx context.Context, job *jobspb.Job) (Waiter, error)
+	// Admit refuses n more batch documents of account past its share.
+	Admit(ctx context.Context, account string, n int) error
 	// Publish queues a job nobody waits for (batch documents).
 	Publish(ctx context.Context, job *jobspb.Job) error
 	// PublishWebhook queues a webhook delivery (a batch that failed to start).

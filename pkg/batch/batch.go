@@ -147,6 +147,9 @@ func EntryNames(fileNames []string) []string {
 
 // Queue is what a batch needs of the job queue (pkg/queue's Conn).
 type Queue interface {
+	// Admit refuses (ErrQueueFull) n more batch documents of account when
+	// they would take more than its share of the queue.
+	Admit(ctx context.Context, account string, n int) error
 	Publish(ctx context.Context, job *jobspb.Job) error
 	PublishWebhook(ctx context.Context, d *jobspb.WebhookDelivery) error
 }
@@ -196,6 +199,10 @@ func (t *Tracker) Submit(ctx context.Context, r *Record, docs []Document, render
 	names := make([]string, len(docs))
 	for i, d := range docs {
 		names[i] = d.EntryName
+	}
+	if err := t.q.Admit(ctx, r.OwnerID, r.Total); err != nil {
+		t.abandon(ctx, r)
+		return fmt.Errorf("batch: %w", err)
 	}
 	if err := t.writeInputs(ctx, r.ID, docs); err != nil {
 		t.abandon(ctx, r)

@@ -30,6 +30,8 @@ func (q *refusingQueue) Publish(_ context.Context, job *jobspb.Job) error {
 	return nil
 }
 
+func (q *refusingQueue) Admit(context.Context, string, int) error { return nil }
+
 func (q *refusingQueue) PublishWebhook(context.Context, *jobspb.WebhookDelivery) error { return nil }
 
 // Submit queues one document job per document, with its own inputs; a queue

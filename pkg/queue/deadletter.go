@@ -34,9 +34,10 @@ type advisory struct {
 // settleTimeout bounds settling one dead job (state store writes, the reply).
 const settleTimeout = 30 * time.Second
 
-// deadSubject is where the server announces jobs that used up their tries.
+// deadSubject is where the server announces jobs that used up their tries,
+// for every job consumer (the "now" lane and each account's batch lane).
 func (c *Conn) deadSubject() string {
-	return "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + c.n.Stream + "." + c.n.Consumer
+	return "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + c.n.Stream + ".*"
 }
 
 // settleDeadJobs subscribes to the advisories until the returned function

@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -106,6 +107,8 @@ type Conn struct {
 	ackWait time.Duration
 	// results are the waiters of this process's submitted jobs.
 	results *results
+	// maxJobs is the stream's limit (Setup), for Admit.
+	maxJobs atomic.Int64
 }
 
 // Connect dials url, or the in-process server when srv is not nil.
@@ -148,6 +151,7 @@ func (c *Conn) NATS() *nats.Conn { return c.nc }
 // features of nats-server 2.9, which some deployments still run.
 func (c *Conn) Setup(ctx context.Context, st Streams) error {
 	st = st.withDefaults()
+	c.maxJobs.Store(int64(st.MaxJobs))
 	cfg := jetstream.StreamConfig{
 		Name:       c.n.Stream,
 		Subjects:   []string{c.n.SubjectPrefix + ">"},
@@ -162,16 +166,12 @@ func (c *Conn) Setup(ctx context.Context, st Streams) error {
 	if err := c.upsertStream(ctx, cfg); err != nil {
 		return fmt.Errorf("queue: stream: %w", err)
 	}
-	_, err := c.js.CreateOrUpdateConsumer(ctx, c.n.Stream, jetstream.ConsumerConfig{
-		Durable:       c.n.Consumer,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       c.ackWait,
-		MaxDeliver:    MaxDeliver,
-		FilterSubject: c.n.SubjectPrefix + ">",
-		MaxAckPending: 100000,
-	})
+	s, err := c.js.Stream(ctx, c.n.Stream)
 	if err != nil {
-		return fmt.Errorf("queue: consumer: %w", err)
+		return fmt.Errorf("queue: stream: %w", err)
+	}
+	if err := c.setupConsumers(ctx, s); err != nil {
+		return err
 	}
 	return c.setupWebhooks(ctx, st)
 }
@@ -279,21 +279,16 @@ func (c *Conn) Depth(ctx context.Context) (uint64, error) {
 	return info.State.Msgs, nil
 }
 
-func (c *Conn) subjectFor(job *jobspb.Job) string {
-	if job.GetMerge() != nil {
-		return c.n.SubjectPrefix + "merge"
-	}
-	if job.GetZip() != nil {
-		return c.n.SubjectPrefix + "zip"
-	}
-	return c.n.SubjectPrefix + "render"
-}
-
 // Publish puts job on the queue without waiting for its result (batches).
 // Without a connection it fails at once with ErrUnavailable: while the
 // client reconnects, a publish would otherwise sit in its buffer until the
 // acknowledgement times out.
 func (c *Conn) Publish(ctx context.Context, job *jobspb.Job) error {
+	return c.publishTo(ctx, job, job.Id)
+}
+
+// publishTo publishes job deduplicated by msgID.
+func (c *Conn) publishTo(ctx context.Context, job *jobspb.Job, msgID string) error {
 	if !c.nc.IsConnected() {
 		return fmt.Errorf("%w: %s", ErrUnavailable, c.nc.Status())
 	}
@@ -305,7 +300,7 @@ func (c *Conn) Publish(ctx context.Context, job *jobspb.Job) error {
 	}
 	msg := &nats.Msg{Subject: c.subjectFor(job), Data: data, Header: nats.Header{}}
 	// The job ID deduplicates a publish retried after a lost acknowledgement.
-	msg.Header.Set(jetstream.MsgIDHeader, job.Id)
+	msg.Header.Set(jetstream.MsgIDHeader, msgID)
 	if _, err := c.js.PublishMsg(ctx, msg); err != nil {
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) && isFull(apiErr.Description) {
@@ -366,9 +361,9 @@ type DeadHandler func(ctx context.Context, job *jobspb.Job) *jobspb.Result
 // another worker. While it runs, Consume also hears cancel notices, and
 // hands jobs that used up their deliveries to dead (deadletter.go).
 func (c *Conn) Consume(ctx context.Context, slots int, h Handler, dead DeadHandler) error {
-	cons, err := c.js.Consumer(ctx, c.n.Stream, c.n.Consumer)
+	l, err := c.newLanes(ctx)
 	if err != nil {
-		return fmt.Errorf("queue: consumer: %w", err)
+		return err
 	}
 	sub, err := c.listenForCancels()
 	if err != nil {
@@ -380,7 +375,7 @@ func (c *Conn) Consume(ctx context.Context, slots int, h Handler, dead DeadHandl
 		return err
 	}
 	defer stopDead()
-	c.pull(ctx, cons, slots, func(msg jetstream.Msg) {
+	slotsLoop(ctx, slots, l.next, func(msg jetstream.Msg) {
 		if ctx.Err() != nil {
 			// Fetched as we began to stop: another worker takes it now.
 			_ = msg.Nak()
@@ -395,21 +390,33 @@ func (c *Conn) Consume(ctx context.Context, slots int, h Handler, dead DeadHandl
 // then waits for the messages in hand. Pulling one at a time keeps a busy
 // process from hoarding messages another could take.
 func (c *Conn) pull(ctx context.Context, cons jetstream.Consumer, slots int, fn func(jetstream.Msg)) {
+	slotsLoop(ctx, slots, func(ctx context.Context) jetstream.Msg {
+		msgs, err := cons.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			if ctx.Err() == nil {
+				c.log.Debug("fetch failed", "err", err)
+				time.Sleep(250 * time.Millisecond)
+			}
+			return nil
+		}
+		for msg := range msgs.Messages() {
+			return msg
+		}
+		return nil
+	}, fn)
+}
+
+// slotsLoop runs slots goroutines that each take a message from next (nil:
+// none yet) and handle it with fn, until ctx ends; then it waits for the
+// messages in hand.
+func slotsLoop(ctx context.Context, slots int, next func(context.Context) jetstream.Msg, fn func(jetstream.Msg)) {
 	var wg sync.WaitGroup
 	for range slots {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {
-				msgs, err := cons.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
-				if err != nil {
-					if ctx.Err() == nil {
-						c.log.Debug("fetch failed", "err", err)
-						time.Sleep(250 * time.Millisecond)
-					}
-					continue
-				}
-				for msg := range msgs.Messages() {
+				if msg := next(ctx); msg != nil {
 					fn(msg)
 				}
 			}
@@ -431,8 +438,8 @@ func RetryDelay(attempt int) time.Duration {
 // handle runs one job detached from the consumer's context: shutdown lets
 // it finish; only its own timeout or a cancel notice stops it.
 func (c *Conn) handle(msg jetstream.Msg, h Handler) {
-	job := &jobspb.Job{}
-	if err := proto.Unmarshal(msg.Data(), job); err != nil {
+	job, err := decodeJob(msg.Data())
+	if err != nil {
 		c.log.Error("dropping undecodable job", "subject", msg.Subject(), "err", err)
 		_ = msg.Term()
 		return
@@ -569,4 +576,12 @@ func (c *Conn) reply(job *jobspb.Job, res *jobspb.Result) error {
 		}
 		time.Sleep(resultRetryEvery)
 	}
+}
+
+func decodeJob(data []byte) (*jobspb.Job, error) {
+	job := &jobspb.Job{}
+	if err := proto.Unmarshal(data, job); err != nil {
+		return nil, fmt.Errorf("queue: decode job: %w", err)
+	}
+	return job, nil
 }

@@ -5,7 +5,10 @@
 //     concurrency (DOCRENDER_WORKERS clients, one per render slot), in one
 //     run on one embedded service. The batch should reach at least 90% of
 //     the single-render rate: the ZIP and progress bookkeeping cost little.
-//  2. Memory (-memory N): an N-document batch in the scaled-out setup
+//  2. Fairness (-fair): single renders of one account behind another's
+//     300-document batch, and two accounts' batches started 1 s apart
+//     (fairness.go).
+//  3. Memory (-memory N): an N-document batch in the scaled-out setup
 //     (bin/gateway and two bin/worker processes on the machine's NATS and
 //     Redis), reporting each process's peak RSS (VmHWM).
 package main
@@ -22,7 +25,14 @@ func main() {
 	rounds := flag.Int("rounds", 2, "alternating rounds of single renders and batch")
 	memDocs := flag.Int("memory", 0, "documents in the scaled-out memory measurement (0: skip)")
 	bin := flag.String("bin", "bin", "directory with gateway and worker binaries (for -memory)")
+	fair := flag.Bool("fair", false, "measure fair scheduling between accounts")
 	flag.Parse()
+	if *fair {
+		if err := fairness(300, 100, 20); err != nil {
+			fmt.Fprintln(os.Stderr, "benchbatch: fairness:", err)
+			os.Exit(1)
+		}
+	}
 	if *n > 0 {
 		if err := throughput(*n, *rounds); err != nil {
 			fmt.Fprintln(os.Stderr, "benchbatch:", err)

@@ -29,6 +29,8 @@ func EmbeddedConfig(dir string, extra map[string]string) (config.Config, error) 
 			return "127.0.0.1:0"
 		case "DOCRENDER_PLAN_HOBBY_CONVERSIONS":
 			return "100000000"
+		case "DOCRENDER_PLAN_HOBBY_CONCURRENCY", "DOCRENDER_PLAN_HOBBY_RATE":
+			return "100000"
 		}
 		if v, ok := extra[k]; ok {
 			return v

@@ -1,0 +1,101 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/docrender/docrender/pkg/ids"
+)
+
+// Per-account limits (DESIGN §5): DOCRENDER_PLAN_<PLAN>_RATE keyed requests
+// a minute, and DOCRENDER_PLAN_<PLAN>_CONCURRENCY requests in flight at once
+// (generate, merge, a batch counting one). Both live in the state store, so
+// every gateway counts the same requests. Rate windows are fixed minutes;
+// in-flight requests are leases in an index scored by their expiry, so the
+// leases of a gateway that died pass by themselves.
+const (
+	rateWindow = time.Minute
+	// leaseTTL outlasts the longest request (a synchronous batch's wait).
+	leaseTTL = syncMaxWait + 5*time.Minute
+	// leaseSweep bounds how many dead leases one refusal clears.
+	leaseSweep = 100
+)
+
+// limitAccount is the middleware of keyed routes: it counts the request
+// against the account's rate, answers with RateLimit-* headers, and, for a
+// route that renders (inFlight), holds one of the account's slots while the
+// request runs. It follows the route's authentication.
+func (s *Server) limitAccount(inFlight bool) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			u := currentUser(c)
+			if u == nil {
+				return next(c)
+			}
+			plan := s.acct.Plan(u.Plan)
+			ctx := c.Request().Context()
+			now := time.Now()
+			key, reset := windowKey("ratelimit:"+u.ID, rateWindow, now)
+			n, err := s.State.IncrBy(ctx, key, 1, rateWindow+time.Minute)
+			if err != nil {
+				return fmt.Errorf("rate limit: %w", err)
+			}
+			h := c.Response().Header()
+			h.Set("RateLimit-Limit", strconv.Itoa(plan.Rate))
+			h.Set("RateLimit-Remaining", strconv.FormatInt(max(0, int64(plan.Rate)-n), 10))
+			h.Set("RateLimit-Reset", strconv.Itoa(int(math.Ceil(reset.Seconds()))))
+			if n > int64(plan.Rate) {
+				return rateLimited(fmt.Sprintf("Too many requests: the %s plan allows %d a minute.", u.Plan, plan.Rate), reset)
+			}
+			if !inFlight {
+				return next(c)
+			}
+			release, err := s.takeSlot(ctx, u.ID, plan.Concurrency)
+			if err != nil {
+				return err
+			}
+			defer release()
+			return next(c)
+		}
+	}
+}
+
+// takeSlot leases one of the account's limit in-flight slots, or refuses
+// with 429 RATE_LIMITED; release gives it back.
+func (s *Server) takeSlot(ctx context.Context, account string, limit int) (release func(), err error) {
+	index := "inflight:" + account
+	lease := ids.New()
+	now := time.Now()
+	ok, err := s.State.IndexAddIfBelow(ctx, index, lease, unixMilli(now.Add(leaseTTL)), unixMilli(now), int64(limit))
+	if err != nil {
+		return nil, fmt.Errorf("concurrency limit: %w", err)
+	}
+	if !ok {
+		// Expired leases never count (the floor); clear some as garbage.
+		s.sweepLeases(ctx, index)
+		return nil, rateLimited(fmt.Sprintf("Too many requests at once: the plan allows %d in flight.", limit), time.Second)
+	}
+	return func() {
+		if _, err := s.State.IndexRemove(context.WithoutCancel(ctx), index, lease); err != nil {
+			s.Log.Warn("concurrency limit: lease not given back; it expires", "account", account, "err", err)
+		}
+	}, nil
+}
+
+// sweepLeases removes expired leases (of requests whose gateway died).
+func (s *Server) sweepLeases(ctx context.Context, index string) {
+	dead, err := s.State.IndexRange(ctx, index, math.Inf(-1), unixMilli(time.Now()), 0, leaseSweep, false)
+	if err != nil {
+		return
+	}
+	for _, m := range dead {
+		_, _ = s.State.IndexRemove(ctx, index, m)
+	}
+}
+
+func unixMilli(t time.Time) float64 { return float64(t.UnixMilli()) }

@@ -1,0 +1,182 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/docrender/docrender/proto/jobspb"
+)
+
+func batchDocument(account string, i int) *jobspb.Job {
+	return &jobspb.Job{Id: fmt.Sprintf("%s-%d", account, i), AccountId: account,
+		Kind: &jobspb.Job_BatchDocument{BatchDocument: &jobspb.BatchDocumentJob{BatchId: "b-" + account, Index: int32(i), Render: &jobspb.RenderJob{}}}}
+}
+
+// consumeOrder runs Consume with slots until want jobs were handled and
+// returns their IDs in the order they started.
+func consumeOrder(t *testing.T, c *Conn, slots, want int, hold time.Duration, busy *atomic.Int32, peak *atomic.Int32) []string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var (
+		mu    sync.Mutex
+		order []string
+		done  = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		_ = c.Consume(ctx, slots, func(ctx context.Context, job *jobspb.Job, d Delivery) (*jobspb.Result, error) {
+			n := busy.Add(1)
+			for {
+				p := peak.Load()
+				if n <= p || peak.CompareAndSwap(p, n) {
+					break
+				}
+			}
+			mu.Lock()
+			order = append(order, job.Id)
+			mu.Unlock()
+			time.Sleep(hold)
+			busy.Add(-1)
+			return &jobspb.Result{}, nil
+		}, nil)
+	}()
+	waitFor(t, "jobs handled", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(order) >= want
+	})
+	cancel()
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	return order
+}
+
+// Single renders go first, batch documents of two accounts interleave, and
+// one account's batch alone gets every slot (DESIGN §5).
+func TestFairScheduling(t *testing.T) {
+	ctx := context.Background()
+	t.Run("renders before batches, accounts in turn", func(t *testing.T) {
+		c := embedded(t, 1000)
+		for i := range 30 {
+			if err := c.Publish(ctx, batchDocument("alice", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range 30 {
+			if err := c.Publish(ctx, batchDocument("bob", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.Publish(ctx, renderJob("single")); err != nil {
+			t.Fatal(err)
+		}
+		var busy, peak atomic.Int32
+		order := consumeOrder(t, c, 1, 21, 0, &busy, &peak)
+		// A no-wait fetch may miss a message the server has not yet
+		// readied for the consumer: one document ahead is within the rule.
+		if order[0] != "single" && order[1] != "single" {
+			t.Fatalf("order %v, want the single render ahead of 60 batch documents", order[:5])
+		}
+		counts := map[string]int{}
+		for _, id := range order[:21] {
+			if id != "single" {
+				counts[strings.SplitN(id, "-", 2)[0]]++
+			}
+		}
+		if counts["alice"] < 8 || counts["bob"] < 8 {
+			t.Fatalf("first 20 batch documents by account %v, want about 10 each (order %v)", counts, order)
+		}
+	})
+	t.Run("one batch alone uses every slot", func(t *testing.T) {
+		c := embedded(t, 1000)
+		for i := range 12 {
+			if err := c.Publish(ctx, batchDocument("carol", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var busy, peak atomic.Int32
+		consumeOrder(t, c, 4, 12, 300*time.Millisecond, &busy, &peak)
+		if p := peak.Load(); p != 4 {
+			t.Fatalf("at most %d documents ran at once, want all 4 slots", p)
+		}
+	})
+	t.Run("a render arriving during a batch runs next", func(t *testing.T) {
+		c := embedded(t, 1000)
+		for i := range 40 {
+			if err := c.Publish(ctx, batchDocument("dave", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		go func() {
+			time.Sleep(500 * time.Millisecond)
+			_ = c.Publish(ctx, renderJob("late"))
+		}()
+		var busy, peak atomic.Int32
+		order := consumeOrder(t, c, 2, 40, 100*time.Millisecond, &busy, &peak)
+		pos := -1
+		for i, id := range order {
+			if id == "late" {
+				pos = i
+			}
+		}
+		// 500 ms at 2 slots × 100 ms is about 10 documents started before it.
+		if pos < 0 || pos > 16 {
+			t.Fatalf("the render arriving mid-batch started as job %d of %d, want right after the documents in hand", pos, len(order))
+		}
+	})
+}
+
+// Versions before fair scheduling had one consumer on every subject and
+// queued on "<prefix>render": a start moves those jobs to the new subjects.
+func TestOldJobsAreMoved(t *testing.T) {
+	c := embedded(t, 100)
+	ctx := context.Background()
+	if err := c.js.DeleteConsumer(ctx, c.n.Stream, c.nowConsumer()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.js.CreateOrUpdateConsumer(ctx, c.n.Stream, c.consumerConfig(c.n.Consumer, c.n.SubjectPrefix+">")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := c.js.Publish(ctx, c.n.SubjectPrefix+"render", mustMarshal(t, renderJob(fmt.Sprintf("old-%d", i)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Setup(ctx, Streams{MaxJobs: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.js.Consumer(ctx, c.n.Stream, c.n.Consumer); err == nil {
+		t.Fatal("the old consumer is still there")
+	}
+	var busy, peak atomic.Int32
+	order := consumeOrder(t, c, 1, 3, 0, &busy, &peak)
+	if strings.Join(order, ",") != "old-0,old-1,old-2" {
+		t.Fatalf("handled %v, want the three old jobs", order)
+	}
+	s, _ := c.js.Stream(ctx, c.n.Stream)
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(c.n.SubjectPrefix+">"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 0 {
+		t.Fatalf("%d messages left in the stream (%v)", info.State.Msgs, info.State.Subjects)
+	}
+}
+
+func mustMarshal(t *testing.T, job *jobspb.Job) []byte {
+	t.Helper()
+	data, err := proto.Marshal(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
