@@ -119,6 +119,20 @@ func TestGatewaySIGTERMFinishesRequests(t *testing.T) {
 	if err := gw.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	// Draining (DOCRENDER_DRAIN_DELAY): not ready, yet still serving.
+	eventually(t, 3*time.Second, "/readyz answers 503 after SIGTERM", func() bool {
+		resp, err := http.Get(url + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusServiceUnavailable
+	})
+	if resp, err := http.Get(url + "/healthz"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("while draining, /healthz: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	expectPDF(t, <-pending, "SURVIVED")
 	if code := waitExit(t, gw, 30*time.Second); code != 0 {
 		t.Fatalf("gateway exit code %d", code)

@@ -75,6 +75,9 @@ func (w *Worker) Instrument(m *metrics.Metrics) {
 // Ready says whether the worker can render: its browser answers.
 func (w *Worker) Ready(ctx context.Context) error { return w.pool.Ready(ctx) }
 
+// Healthy fails once the browser has been gone too long (a restart mends it).
+func (w *Worker) Healthy() error { return w.pool.Healthy() }
+
 // Pool exposes the browser pool (readiness checks, tests).
 func (w *Worker) Pool() *browser.Pool { return w.pool }
 

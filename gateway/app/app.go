@@ -33,6 +33,8 @@ type Workers interface {
 	Run(ctx context.Context) error
 	// Ready says whether the pool can render (its browser answers).
 	Ready(ctx context.Context) error
+	// Healthy fails when the pool has had no browser for too long.
+	Healthy() error
 	// Instrument makes the pool record its work in m.
 	Instrument(m *metrics.Metrics)
 	Close()
@@ -102,6 +104,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, newWorkers 
 	}
 	a.Metrics.WatchQueueDepth(a.queue.Depth)
 	ready := map[string]func(context.Context) error{}
+	var live func() error
 	if cfg.Embedded() {
 		if newWorkers == nil {
 			return nil, errors.New("app: embedded mode needs in-process workers")
@@ -110,6 +113,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, newWorkers 
 			return nil, err
 		}
 		ready["browser"] = a.Workers.Ready
+		live = a.Workers.Healthy
 		a.Workers.Instrument(a.Metrics)
 		wctx, cancel := context.WithCancel(context.Background())
 		a.stopWork = cancel
@@ -119,7 +123,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, newWorkers 
 			_ = a.Workers.Run(wctx)
 		}()
 	}
-	a.Server = gw.New(gw.Deps{Config: cfg, Queue: gw.NATSQueue{Conn: a.queue}, State: a.state, Blobs: a.blobs, Log: log, Ready: ready, Metrics: a.Metrics})
+	a.Server = gw.New(gw.Deps{Config: cfg, Queue: gw.NATSQueue{Conn: a.queue}, State: a.state, Blobs: a.blobs, Log: log, Ready: ready, Live: live, Metrics: a.Metrics})
 	a.startSweeper(a.Server.Files())
 	if a.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
 		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
@@ -176,6 +180,9 @@ func (a *App) MetricsAddr() string {
 	}
 	return a.metricsLn.Addr().String()
 }
+
+// Drain makes the gateway not ready (503 on /readyz) while it still serves.
+func (a *App) Drain() { a.Server.Drain() }
 
 // Close finishes the requests in flight, then the in-process jobs, then
 // closes the connections and stores.

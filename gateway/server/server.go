@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -17,6 +18,7 @@ import (
 	"github.com/docrender/docrender/pkg/blob"
 	"github.com/docrender/docrender/pkg/config"
 	"github.com/docrender/docrender/pkg/files"
+	"github.com/docrender/docrender/pkg/health"
 	"github.com/docrender/docrender/pkg/metrics"
 	"github.com/docrender/docrender/pkg/queue"
 	"github.com/docrender/docrender/pkg/state"
@@ -66,6 +68,8 @@ type Deps struct {
 	Log    *slog.Logger
 	// Ready adds checks to /readyz (an in-process browser, say).
 	Ready map[string]func(context.Context) error
+	// Live, when set, fails /healthz (an in-process browser gone too long).
+	Live func() error
 	// Metrics are the process's collectors, served on /metrics; nil gets
 	// a fresh set.
 	Metrics *metrics.Metrics
@@ -82,7 +86,16 @@ type Server struct {
 	routeSet map[string]bool
 	// batches serves batch generation and progress (batch.go, sse.go).
 	batches *batchAPI
+	// draining is set when the process was told to stop (Drain).
+	draining atomic.Bool
 }
+
+// errDraining fails readiness while the process stops.
+var errDraining = errors.New("shutting down")
+
+// Drain makes /readyz answer 503 from now on; everything else is served
+// as before until the listener closes.
+func (s *Server) Drain() { s.draining.Store(true) }
 
 // New builds the server and its routes.
 func New(d Deps) *Server {
@@ -115,13 +128,15 @@ func (s *Server) Accounts() *account.Service { return s.acct }
 
 // healthz says the process answers.
 func (s *Server) healthz(c echo.Context) error {
-	return c.JSON(http.StatusOK, map[string]any{"status": "ok"})
+	rep := health.Live(s.Live)
+	for _, err := range rep.Failed {
+		logger(c).Error("liveness check failed", "err", err)
+	}
+	return c.JSON(rep.Status, rep.Body)
 }
 
 func (s *Server) readyz(c echo.Context) error {
-	ctx, cancel := context.WithTimeout(c.Request().Context(), 3*time.Second)
-	defer cancel()
-	checks := map[string]func(context.Context) error{
+	checks := map[string]health.Check{
 		"state": s.State.Ready,
 		"blobs": s.Blobs.Ready,
 		"queue": s.Queue.Ready,
@@ -129,18 +144,14 @@ func (s *Server) readyz(c echo.Context) error {
 	for k, f := range s.Ready {
 		checks[k] = f
 	}
-	out := map[string]string{}
-	status := http.StatusOK
-	for name, check := range checks {
-		if err := check(ctx); err != nil {
-			out[name] = "failing"
-			status = http.StatusServiceUnavailable
-			logger(c).Warn("readiness check failed", "check", name, "err", err)
-			continue
-		}
-		out[name] = "ok"
+	if s.draining.Load() {
+		checks["shutdown"] = func(context.Context) error { return errDraining }
 	}
-	return c.JSON(status, map[string]any{"status": http.StatusText(status), "checks": out})
+	rep := health.Ready(c.Request().Context(), checks)
+	for name, err := range rep.Failed {
+		logger(c).Warn("readiness check failed", "check", name, "err", err)
+	}
+	return c.JSON(rep.Status, rep.Body)
 }
 
 // logger returns the request's logger (with its request ID).

@@ -45,6 +45,9 @@ type Config struct {
 	QueueNamespace string
 	// SweepInterval is how often expired stored files are deleted.
 	SweepInterval time.Duration
+	// DrainDelay is how long a gateway told to stop answers /readyz with
+	// 503 while still serving, so load balancers stop sending first.
+	DrainDelay    time.Duration
 	RedisURL      string
 	S3Endpoint    string
 	S3AccessKey   string
@@ -148,6 +151,7 @@ func load(getenv func(string) string) (Config, map[string]bool, error) {
 		NATSURL:               p.str("DOCRENDER_NATS_URL", ""),
 		QueueNamespace:        p.str("DOCRENDER_QUEUE_NAMESPACE", "docrender"),
 		SweepInterval:         p.duration("DOCRENDER_SWEEP_INTERVAL", time.Minute),
+		DrainDelay:            p.duration("DOCRENDER_DRAIN_DELAY", 5*time.Second),
 		RedisURL:              p.str("DOCRENDER_REDIS_URL", ""),
 		S3Endpoint:            p.str("DOCRENDER_S3_ENDPOINT", ""),
 		S3AccessKey:           p.str("DOCRENDER_S3_ACCESS_KEY", ""),

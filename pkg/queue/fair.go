@@ -322,6 +322,13 @@ func (c *Conn) Admit(ctx context.Context, account string, n int) error {
 	if limit <= 0 {
 		return nil
 	}
+	// As Publish: at once without a connection, within publishTimeout
+	// with one that does not answer.
+	if !c.nc.IsConnected() {
+		return fmt.Errorf("%w: %s", ErrUnavailable, c.nc.Status())
+	}
+	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	defer cancel()
 	s, err := c.js.Stream(ctx, c.n.Stream)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)

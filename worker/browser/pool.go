@@ -99,16 +99,24 @@ type slot struct {
 
 // Pool is a Chromium with warm isolated tabs.
 type Pool struct {
-	cfg      Config
-	mu       sync.Mutex
-	cur      *instance
-	ready    chan *slot
-	slots    []*slot
-	restarts atomic.Int64
-	fresh    atomic.Int64
-	opened   atomic.Int64
-	stop     chan struct{}
-	wg       sync.WaitGroup
+	cfg Config
+	mu  sync.Mutex
+	cur *instance
+	// changed is closed (and replaced) when cur is replaced.
+	changed chan struct{}
+	// kick asks the watchdog to replace a browser that stopped answering.
+	kick chan struct{}
+	// downSince is when the browser stopped answering (Unix ns); 0 while up.
+	downSince atomic.Int64
+	// unhealthy is unhealthyAfter (tests shorten it).
+	unhealthy atomic.Int64
+	ready     chan *slot
+	slots     []*slot
+	restarts  atomic.Int64
+	fresh     atomic.Int64
+	opened    atomic.Int64
+	stop      chan struct{}
+	wg        sync.WaitGroup
 	// acct is who Chromium runs as; nil: the worker's own user.
 	acct *account
 }
@@ -153,7 +161,9 @@ func Start(ctx context.Context, cfg Config) (*Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pool{cfg: cfg, ready: make(chan *slot, cfg.Tabs), stop: make(chan struct{}), acct: acct}
+	p := &Pool{cfg: cfg, ready: make(chan *slot, cfg.Tabs), stop: make(chan struct{}), acct: acct,
+		changed: make(chan struct{}), kick: make(chan struct{}, 1)}
+	p.unhealthy.Store(int64(unhealthyAfter))
 	if cfg.NoSandbox {
 		cfg.Log.Warn("chromium runs WITHOUT its sandbox (" + NoSandboxVar + "=true): a page that exploits a renderer bug gets the browser's rights")
 	}
@@ -184,7 +194,7 @@ func Start(ctx context.Context, cfg Config) (*Pool, error) {
 }
 
 func (p *Pool) launch(gen int64) (*instance, error) {
-	proc, ws, err := startChromium(p.cfg.Bin, chromiumArgs(p.cfg.Proxy, !p.cfg.NoSandbox), p.acct)
+	proc, ws, err := startChromium(p.binary(), chromiumArgs(p.cfg.Proxy, !p.cfg.NoSandbox), p.acct)
 	if err != nil {
 		if !p.cfg.NoSandbox && strings.Contains(strings.ToLower(err.Error()), "sandbox") {
 			return nil, fmt.Errorf("%w; %s", err, sandboxHelp(p.acct))
@@ -203,6 +213,13 @@ func (p *Pool) launch(gen int64) (*instance, error) {
 	}
 	p.cfg.Log.Info("chromium started", "pid", proc.PID(), "generation", gen, "sandbox", !p.cfg.NoSandbox, "user", user)
 	return &instance{gen: gen, proc: proc, browser: b}, nil
+}
+
+// binary is the Chromium to launch (tests swap it for one that fails).
+func (p *Pool) binary() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cfg.Bin
 }
 
 // Sandboxed reports whether Chromium runs with its sandbox.
@@ -320,7 +337,40 @@ func (p *Pool) take(ctx context.Context) (*slot, error) {
 			p.ready <- s
 			return nil, err
 		}
-		p.relaunch(inst)
+		p.relaunch()
+		if err := p.awaitNewBrowser(ctx, inst); err != nil {
+			s.stale = true
+			p.ready <- s
+			return nil, err
+		}
+	}
+}
+
+// browserWait bounds how long a job waits for a relaunched browser before
+// it is handed back (ErrBrowserGone: another worker may have one).
+const browserWait = 10 * time.Second
+
+// awaitNewBrowser waits until inst has been replaced, for ctx and at most
+// browserWait.
+func (p *Pool) awaitNewBrowser(ctx context.Context, inst *instance) error {
+	wait := time.NewTimer(browserWait)
+	defer wait.Stop()
+	for {
+		p.mu.Lock()
+		cur, changed := p.cur, p.changed
+		p.mu.Unlock()
+		if cur != inst {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-wait.C:
+			return fmt.Errorf("%w: no browser after %s", ErrBrowserGone, browserWait)
+		case <-p.stop:
+			return ErrBrowserGone
+		}
 	}
 }
 
@@ -448,7 +498,7 @@ func (p *Pool) Tab(ctx context.Context, fn func(t *Tab) error) error {
 	inst := p.current()
 	err = fn(&Tab{p: p, s: s, ctx: ctx})
 	if err != nil && !p.alive(inst) {
-		p.relaunch(inst)
+		p.relaunch()
 		s.stale = true
 		go p.release(s, false)
 		return fmt.Errorf("%w: %v", ErrBrowserGone, err)
@@ -465,33 +515,53 @@ func (p *Pool) alive(inst *instance) bool {
 	return err == nil
 }
 
-// relaunch replaces inst if it is still the current browser.
-func (p *Pool) relaunch(inst *instance) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cur != inst {
-		return // someone else already did
-	}
-	p.cfg.Log.Warn("chromium unresponsive, relaunching", "pid", inst.proc.PID(), "generation", inst.gen)
-	inst.proc.Kill()
-	inst.proc.Cleanup()
-	for {
-		next, err := p.launch(inst.gen + 1)
-		if err == nil {
-			p.cur = next
-			p.restarts.Add(1)
-			return
-		}
-		p.cfg.Log.Error("chromium relaunch failed", "err", err)
-		select {
-		case <-p.stop:
-			return
-		case <-time.After(time.Second):
-		}
+// relaunch asks the watchdog to replace the browser, without waiting:
+// nothing holds the pool's lock while Chromium starts (or fails to).
+func (p *Pool) relaunch() {
+	select {
+	case p.kick <- struct{}{}:
+	default: // already asked
 	}
 }
 
-// watchdog notices a dead browser even when no job is running.
+// Relaunch backoff: a Chromium that cannot start is retried ever less often.
+const (
+	relaunchMin = time.Second
+	relaunchMax = 30 * time.Second
+)
+
+// replace kills inst and launches its successor, retrying with backoff
+// until one starts or the pool closes. Only the watchdog calls it.
+func (p *Pool) replace(inst *instance) {
+	p.downSince.CompareAndSwap(0, time.Now().UnixNano())
+	p.cfg.Log.Warn("chromium unresponsive, relaunching", "pid", inst.proc.PID(), "generation", inst.gen)
+	inst.proc.Kill()
+	inst.proc.Cleanup()
+	backoff := relaunchMin
+	for {
+		next, err := p.launch(inst.gen + 1)
+		if err == nil {
+			p.mu.Lock()
+			p.cur = next
+			close(p.changed)
+			p.changed = make(chan struct{})
+			p.mu.Unlock()
+			p.downSince.Store(0)
+			p.restarts.Add(1)
+			return
+		}
+		p.cfg.Log.Error("chromium relaunch failed", "err", err, "retry_in", backoff)
+		select {
+		case <-p.stop:
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, relaunchMax)
+	}
+}
+
+// watchdog notices a dead browser even when no job is running, and is the
+// one that replaces it.
 func (p *Pool) watchdog() {
 	defer p.wg.Done()
 	t := time.NewTicker(2 * time.Second)
@@ -501,17 +571,40 @@ func (p *Pool) watchdog() {
 		case <-p.stop:
 			return
 		case <-t.C:
-			if inst := p.current(); !p.alive(inst) {
-				p.relaunch(inst)
-			}
+		case <-p.kick:
+		}
+		if inst := p.current(); !p.alive(inst) {
+			p.replace(inst)
 		}
 	}
 }
 
-// Ready reports whether the browser answers.
-func (p *Pool) Ready(context.Context) error {
-	if !p.alive(p.current()) {
+// unhealthyAfter is how long the browser may be gone before Healthy fails,
+// so that the orchestrator restarts a worker that cannot get one back.
+const unhealthyAfter = 60 * time.Second
+
+// Healthy fails once the browser has been unavailable for unhealthyAfter.
+func (p *Pool) Healthy() error {
+	since := p.downSince.Load()
+	if since == 0 {
+		return nil
+	}
+	if d := time.Since(time.Unix(0, since)); d > time.Duration(p.unhealthy.Load()) {
+		return fmt.Errorf("%w for %s", ErrBrowserGone, d.Round(time.Second))
+	}
+	return nil
+}
+
+// Ready reports whether the browser answers (within 3 s, sooner if ctx
+// ends). A browser being replaced is not ready.
+func (p *Pool) Ready(ctx context.Context) error {
+	if p.downSince.Load() != 0 {
 		return ErrBrowserGone
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if _, err := (proto.BrowserGetVersion{}).Call(p.current().browser.Context(ctx)); err != nil {
+		return fmt.Errorf("%w: %v", ErrBrowserGone, err)
 	}
 	return nil
 }

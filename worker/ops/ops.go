@@ -12,21 +12,15 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sort"
-	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/docrender/docrender/pkg/config"
+	"github.com/docrender/docrender/pkg/health"
 	"github.com/docrender/docrender/pkg/metrics"
 )
 
 // Check is one readiness check; nil means ready.
-type Check func(context.Context) error
-
-// checkTimeout bounds /readyz: a probe must answer before its own timeout
-// even when a dependency hangs.
-const checkTimeout = 3 * time.Second
+type Check = health.Check
 
 // errStarting is the readiness of a process still starting up.
 var errStarting = errors.New("starting")
@@ -38,6 +32,7 @@ type Server struct {
 	log    *slog.Logger
 	m      *metrics.Metrics
 	checks atomic.Pointer[map[string]Check]
+	live   atomic.Pointer[func() error]
 }
 
 // Start listens on addr and serves at once: /healthz answers while the
@@ -50,9 +45,7 @@ func Start(addr string, t config.HTTPTimeouts, m *metrics.Metrics, log *slog.Log
 	}
 	s := &Server{ln: ln, log: log, m: m}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
-	})
+	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", m.Handler())
 	s.srv = t.Server(mux)
@@ -75,42 +68,34 @@ func (s *Server) SetChecks(checks map[string]Check) { s.checks.Store(&checks) }
 func (s *Server) Close(ctx context.Context) error { return s.srv.Shutdown(ctx) }
 
 // readyz runs every check at once and answers 200 only if all pass, with
-// the same body as the gateway's /readyz.
+// the same body as the gateway's /readyz, never later than health.Timeout.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), checkTimeout)
-	defer cancel()
 	checks := map[string]Check{"startup": func(context.Context) error { return errStarting }}
 	if p := s.checks.Load(); p != nil {
 		checks = *p
 	}
-	names := make([]string, 0, len(checks))
-	for name := range checks {
-		names = append(names, name)
+	rep := health.Ready(r.Context(), checks)
+	for name, err := range rep.Failed {
+		s.log.Warn("readiness check failed", "check", name, "err", err)
 	}
-	sort.Strings(names)
-	errs := make([]error, len(names))
-	var wg sync.WaitGroup
-	for i, name := range names {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = checks[name](ctx)
-		}()
-	}
-	wg.Wait()
-	out := map[string]string{}
-	status := http.StatusOK
-	for i, name := range names {
-		if errs[i] != nil {
-			out[name] = "failing"
-			status = http.StatusServiceUnavailable
-			s.log.Warn("readiness check failed", "check", name, "err", errs[i])
-			continue
-		}
-		out[name] = "ok"
-	}
-	writeJSON(w, status, map[string]any{"status": http.StatusText(status), "checks": out})
+	writeJSON(w, rep.Status, rep.Body)
 }
+
+// healthz fails once the liveness check does (a browser gone too long).
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	var live func() error
+	if p := s.live.Load(); p != nil {
+		live = *p
+	}
+	rep := health.Live(live)
+	for _, err := range rep.Failed {
+		s.log.Error("liveness check failed", "err", err)
+	}
+	writeJSON(w, rep.Status, rep.Body)
+}
+
+// SetLiveness installs what /healthz checks once the worker is built.
+func (s *Server) SetLiveness(live func() error) { s.live.Store(&live) }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")

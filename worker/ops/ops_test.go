@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/docrender/docrender/pkg/config"
+	"github.com/docrender/docrender/pkg/health"
 	"github.com/docrender/docrender/pkg/metrics"
 )
 
@@ -81,7 +82,7 @@ func TestEndpoints(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode != 503 || time.Since(start) > checkTimeout+time.Second {
+		if resp.StatusCode != 503 || time.Since(start) > health.Timeout+time.Second {
 			t.Fatalf("status %d after %v", resp.StatusCode, time.Since(start))
 		}
 	})

@@ -42,6 +42,12 @@ func run() error {
 		return err
 	}
 	<-ctx.Done()
+	stop() // a second signal ends the process at once
+	// Not ready first: load balancers stop sending while requests are still
+	// answered; then the listener closes and in-flight requests finish.
+	log.Info("draining: /readyz answers 503", "for", cfg.DrainDelay)
+	a.Drain()
+	time.Sleep(cfg.DrainDelay)
 	log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -80,6 +80,7 @@ func run() error {
 	defer w.Close()
 	w.Instrument(m)
 	opsSrv.SetChecks(readiness(q, blobs.Ready, st, w))
+	opsSrv.SetLiveness(w.Healthy)
 	log.Info("worker ready", "nats", cfg.NATSURL, "slots", cfg.Workers)
 	return w.Run(ctx)
 }
