@@ -1,16 +1,13 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/docrender/docrender/bench/internal/benchapi"
-	"github.com/docrender/docrender/e2e/harness"
 )
 
 // fairness measures fair scheduling (DESIGN §5) on one embedded service:
@@ -20,21 +17,11 @@ import (
 //	(b) two pairN-document batches of two accounts started 1 s apart: how
 //	    far the second is when the first completes (target >= 70%).
 func fairness(bigN, pairN, singles int) error {
-	dir, err := os.MkdirTemp("", "docrender-benchfair-")
+	hs, cfg, stop, err := benchapi.Embedded(map[string]string{"DOCRENDER_PLAN_HOBBY_MAX_BATCH": strconv.Itoa(max(bigN, pairN, 10))})
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	cfg, err := benchapi.EmbeddedConfig(dir, map[string]string{"DOCRENDER_PLAN_HOBBY_MAX_BATCH": strconv.Itoa(max(bigN, pairN, 10))})
-	if err != nil {
-		return err
-	}
-	ctx := context.Background()
-	hs, err := harness.Start(ctx, cfg, benchapi.Logger())
-	if err != nil {
-		return err
-	}
-	defer hs.App.Close(ctx)
+	defer stop()
 	base := "http://" + hs.App.Addr()
 	batcher, err := benchapi.New(base)
 	if err != nil {

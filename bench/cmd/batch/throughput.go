@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -12,29 +11,18 @@ import (
 	"time"
 
 	"github.com/docrender/docrender/bench/internal/benchapi"
-	"github.com/docrender/docrender/e2e/harness"
 )
 
 // throughput compares an n-document batch with n single renders on one
 // embedded service, alternating rounds so drift (thermal, caches) hits
 // both sides alike.
 func throughput(n, rounds int) error {
-	dir, err := os.MkdirTemp("", "docrender-benchbatch-")
+	hs, cfg, stop, err := benchapi.Embedded(map[string]string{"DOCRENDER_PLAN_HOBBY_MAX_BATCH": strconv.Itoa(max(n, 10))})
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	cfg, err := benchapi.EmbeddedConfig(dir, map[string]string{"DOCRENDER_PLAN_HOBBY_MAX_BATCH": strconv.Itoa(max(n, 10))})
-	if err != nil {
-		return err
-	}
-	ctx := context.Background()
-	hs, err := harness.Start(ctx, cfg, benchapi.Logger())
-	if err != nil {
-		return err
-	}
+	defer stop()
 	a := hs.App
-	defer a.Close(ctx)
 	c, err := benchapi.New("http://" + a.Addr())
 	if err != nil {
 		return err

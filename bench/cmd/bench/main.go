@@ -5,7 +5,6 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -21,7 +20,6 @@ import (
 	"github.com/go-rod/rod/lib/proto"
 
 	"github.com/docrender/docrender/bench/internal/benchapi"
-	"github.com/docrender/docrender/e2e/harness"
 	"github.com/docrender/docrender/worker/browser"
 )
 
@@ -62,22 +60,12 @@ func run(levels string, dur time.Duration, rounds int, name, html string) error 
 		cs = append(cs, c)
 		maxC = max(maxC, c)
 	}
-	dir, err := os.MkdirTemp("", "docrender-bench-")
+	hs, cfg, stop, err := benchapi.Embedded(nil)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	cfg, err := benchapi.EmbeddedConfig(dir, nil)
-	if err != nil {
-		return err
-	}
-	ctx := context.Background()
-	hs, err := harness.Start(ctx, cfg, benchapi.Logger())
-	if err != nil {
-		return err
-	}
+	defer stop()
 	a := hs.App
-	defer a.Close(ctx)
 	base := "http://" + a.Addr()
 	api, err := benchapi.New(base)
 	if err != nil {

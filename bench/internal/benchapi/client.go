@@ -5,6 +5,7 @@ package benchapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/docrender/docrender/e2e/harness"
 	"github.com/docrender/docrender/pkg/config"
 )
 
@@ -149,4 +151,23 @@ func Logger() *slog.Logger {
 		}
 	}
 	return slog.New(slog.DiscardHandler)
+}
+
+// Embedded starts an embedded service (EmbeddedConfig) in a temporary
+// directory; stop ends it and removes the directory.
+func Embedded(extra map[string]string) (svc *harness.Service, cfg config.Config, stop func(), err error) {
+	dir, err := os.MkdirTemp("", "docrender-bench-")
+	if err != nil {
+		return nil, cfg, nil, err
+	}
+	if cfg, err = EmbeddedConfig(dir, extra); err != nil {
+		os.RemoveAll(dir)
+		return nil, cfg, nil, err
+	}
+	ctx := context.Background()
+	if svc, err = harness.Start(ctx, cfg, Logger()); err != nil {
+		os.RemoveAll(dir)
+		return nil, cfg, nil, err
+	}
+	return svc, cfg, func() { svc.App.Close(ctx); os.RemoveAll(dir) }, nil
 }
