@@ -136,8 +136,20 @@ func TestQueueShareIsPerAccount(t *testing.T) {
 		cfg.MaxQueue = 20
 		cfg.Workers = 1
 		cfg.RenderTimeout = 20 * time.Second
+		hobby := cfg.Plans["hobby"]
+		hobby.MaxBatch = 50 // more than one account's share of this queue
+		cfg.Plans["hobby"] = hobby
 	})
-	alice, bob, carol := newClient(t, svc), newClient(t, svc), newClient(t, svc)
+	alice, bob, carol, dave := newClient(t, svc), newClient(t, svc), newClient(t, svc), newClient(t, svc)
+	// A batch larger than any account's share would be refused forever:
+	// that is a 400 naming documents, not a 429 to retry.
+	e := expectError(t, dave.batch(map[string]any{"documents": docs(11, "big"), "stream": true}), http.StatusBadRequest, "BAD_REQUEST")
+	if e.Field != "documents" || e.Hint == "" {
+		t.Errorf("too large for the queue: field %q hint %q, want documents and a hint", e.Field, e.Hint)
+	}
+	if got := dave.billingUsage().ConversionsUsed; got != 0 {
+		t.Errorf("dave's conversions used %d, want 0", got)
+	}
 	slowDocs := func(n int) []map[string]any {
 		out := docs(n, "slow")
 		for _, d := range out {

@@ -454,7 +454,7 @@ func TestBatchQuotaIsAllOrNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Hobby: 100 a month. Leave 3.
-	if _, err := svc.App.Server.Accounts().ReserveConversions(t.Context(), u, 97); err != nil {
+	if _, err := svc.App.Server.Accounts().ReserveConversions(t.Context(), u, "test-fill", 97, time.Hour, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	e := expectError(t, c.batch(map[string]any{"documents": docs(4, "q")}), http.StatusTooManyRequests, apierr.QuotaExceeded)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/docrender/docrender/gateway/server/apierr"
 )
@@ -151,7 +152,7 @@ func TestCacheHitWithQuotaExhausted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.App.Server.Accounts().ReserveConversions(context.Background(), u, 9); err != nil {
+	if _, err := svc.App.Server.Accounts().ReserveConversions(context.Background(), u, "test-fill", 9, time.Hour, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	expectError(t, c.generate([]file{htmlFile("index.html", cacheHTML)}, nil), http.StatusTooManyRequests, apierr.QuotaExceeded)

@@ -14,7 +14,6 @@ import (
 	"github.com/go-rod/rod/lib/launcher"
 	"github.com/go-rod/rod/lib/proto"
 
-	"github.com/docrender/docrender/gateway/server"
 	"github.com/docrender/docrender/worker/browser"
 )
 
@@ -172,7 +171,7 @@ func TestSSEAccess(t *testing.T) {
 func TestSSEClientLeavingFreesTheStream(t *testing.T) {
 	svc := sharedService(t)
 	c := newClient(t, svc)
-	before := server.ActiveProgressStreams()
+	before := svc.App.Server.ActiveProgressStreams()
 	id := c.startStream(map[string]any{"documents": slowDocs(4, 800, "leave")})
 	resp := c.openStream(id)
 	checkSSEHeaders(t, resp)
@@ -180,12 +179,12 @@ func TestSSEClientLeavingFreesTheStream(t *testing.T) {
 	if err != nil || !strings.HasPrefix(line, "event: progress") {
 		t.Fatalf("first line %q, %v", line, err)
 	}
-	if got := server.ActiveProgressStreams(); got != before+1 {
+	if got := svc.App.Server.ActiveProgressStreams(); got != before+1 {
 		t.Fatalf("open streams %d, want %d", got, before+1)
 	}
 	resp.Body.Close()
 	deadline := time.Now().Add(3 * time.Second)
-	for server.ActiveProgressStreams() != before {
+	for svc.App.Server.ActiveProgressStreams() != before {
 		if time.Now().After(deadline) {
 			t.Fatalf("stream still open %s after the client left", 3*time.Second)
 		}

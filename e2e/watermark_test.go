@@ -4,6 +4,9 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/base64"
+	"errors"
+	"image"
+	"image/png"
 	"io"
 	"maps"
 	"net/http"
@@ -12,8 +15,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/docrender/docrender/gateway/server/apierr"
+	"github.com/docrender/docrender/pkg/queue"
 )
 
 // squeeze drops all white space: a rotated stamp comes out of pdftotext
@@ -171,5 +178,104 @@ func TestWatermarkBadOptions(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// noisyPNG is an opaque PNG of random-looking pixels: it does not
+// compress, so it weighs about 3 bytes a pixel.
+func noisyPNG(t testing.TB, side int) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, side, side))
+	x := uint32(1)
+	for i := range img.Pix {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		img.Pix[i] = uint8(x)
+		if i%4 == 3 {
+			img.Pix[i] = 255
+		}
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestWatermarkImageTravelsByKey: a watermark image reaches the workers by
+// blob key (issue 12): the job messages that a generate, a merge and a
+// batch publish are a few hundred bytes, name the stored image and carry
+// none of its bytes, and every PDF is still stamped with it.
+func TestWatermarkImageTravelsByKey(t *testing.T) {
+	svc := sharedService(t)
+	c := newClient(t, svc)
+	fx := fixtures(t, c) // before listening: its generates carry no watermark
+	img := noisyPNG(t, 200)
+	if len(img) < 100<<10 {
+		t.Fatalf("the test image is only %d bytes", len(img))
+	}
+	prefix := queue.NamesFor(svc.App.Config.QueueNamespace).SubjectPrefix
+	nc := svc.App.Queue().NATS()
+	// Core NATS sees every message published to the job stream's subjects.
+	sub, err := nc.SubscribeSync(prefix + ">")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	wm := map[string]any{"watermark": map[string]any{"image": base64.StdEncoding.EncodeToString(img), "pages": "1"}}
+	stampedOnPage1 := func(what string, pdf []byte) {
+		t.Helper()
+		if got := imagePages(t, pdf); !slices.Equal(got, []string{"1"}) {
+			t.Errorf("%s: images on pages %v, want only page 1", what, got)
+		}
+	}
+	stampedOnPage1("generate", c.generatePDF(pagesHTML("KEYGEN1", "KEYGEN2"), wm))
+	resp := c.merge([]file{pdfFile("a.pdf", fx.alpha)}, wm)
+	mustStatus(t, resp, http.StatusOK)
+	stampedOnPage1("merge", readAll(t, resp))
+	resp = c.withKey("POST", "/pdf/generate-batch", jsonBody(map[string]any{
+		"documents": []map[string]any{
+			{"fileName": "first", "htmlContent": pagesHTML("KEYBATCHA1", "KEYBATCHA2")},
+			{"fileName": "second", "htmlContent": pagesHTML("KEYBATCHB1", "KEYBATCHB2")},
+		},
+		"options": wm,
+	}))
+	mustStatus(t, resp, http.StatusOK)
+	for name, pdf := range zipEntries(t, readAll(t, resp)) {
+		stampedOnPage1("batch "+name, pdf)
+	}
+
+	// Every job of this account that needed the image, by its lane: one
+	// render, one merge, two batch documents (the ZIP job needs no image).
+	seen := map[string]int{}
+	middle := img[len(img)/2 : len(img)/2+64]
+	for {
+		msg, err := sub.NextMsg(200 * time.Millisecond)
+		if errors.Is(err, nats.ErrTimeout) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		lane := strings.TrimPrefix(msg.Subject, prefix)
+		if !bytes.Contains(msg.Data, []byte(c.UserID)) || lane == "now.zip" {
+			continue
+		}
+		lane, _, _ = strings.Cut(lane, ".")
+		if lane == "now" {
+			lane = msg.Subject[strings.LastIndex(msg.Subject, ".")+1:]
+		}
+		seen[lane]++
+		if len(msg.Data) > 2048 || bytes.Contains(msg.Data, middle) || !bytes.Contains(msg.Data, []byte("watermark.png")) {
+			t.Errorf("%s job of %d bytes (image %d bytes) does not name the stored image alone", msg.Subject, len(msg.Data), len(img))
+		}
+	}
+	if want := map[string]int{"render": 1, "merge": 1, "batch": 2}; !maps.Equal(seen, want) {
+		t.Errorf("jobs seen by lane %v, want %v", seen, want)
 	}
 }

@@ -82,13 +82,15 @@ func (w *Worker) readBlob(ctx context.Context, key string) ([]byte, error) {
 
 // editFailure sorts a pdfedit error: the client's fault (a bad input PDF,
 // bad watermark options, nothing to merge) becomes a BAD_INPUT result that
-// the gateway answers with 400 and this message; anything else is returned
-// as an error, to be retried.
+// the gateway answers with 400 and this message; a watermark image that is
+// gone fails the job; anything else is returned as an error, to be retried.
 func editFailure(err error) (*jobspb.Result, error) {
 	var bad *pdfedit.BadInputError
 	switch {
 	case err == nil:
 		return nil, nil
+	case errors.Is(err, errWatermarkGone):
+		return failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, "The watermark image is gone."), nil
 	case errors.As(err, &bad):
 		return failure(jobspb.ErrorKind_ERROR_KIND_BAD_INPUT, badInputMessage(bad)), nil
 	case errors.Is(err, pdfedit.ErrInvalidWatermark):

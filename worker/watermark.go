@@ -6,19 +6,52 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/docrender/docrender/pkg/blob"
+	"github.com/docrender/docrender/pkg/limits"
 	"github.com/docrender/docrender/proto/jobspb"
 	"github.com/docrender/docrender/worker/pdfedit"
 )
 
+// errWatermarkGone is a job whose watermark image (ImageKey) the blob store
+// no longer has: the request's temporary files were removed (its gateway
+// gave up, or its batch ended). Retrying cannot bring it back.
+var errWatermarkGone = errors.New("worker: the watermark image is gone")
+
 // stampWatermark returns pdf with wm stamped on the pages it selects
-// (DESIGN §4.17). Errors are pdfedit's, for editFailure to sort.
+// (DESIGN §4.17). An image named by ImageKey is read from the blob store
+// first; image_png inline (jobs of older gateways) is still accepted.
+// Errors are pdfedit's or errWatermarkGone, for editFailure to sort.
 func (w *Worker) stampWatermark(ctx context.Context, pdf []byte, wm *jobspb.Watermark) ([]byte, error) {
+	wm, err := w.loadWatermark(ctx, wm)
+	if err != nil {
+		return nil, err
+	}
 	var out bytes.Buffer
 	out.Grow(len(pdf) + 4096)
 	if err := pdfedit.Watermark(ctx, bytes.NewReader(pdf), &out, wm); err != nil {
 		return nil, fmt.Errorf("worker: watermark: %w", err)
 	}
 	return out.Bytes(), nil
+}
+
+// loadWatermark reads the image of wm's ImageKey, bounded like an inline
+// one: the store's object is as hostile as a job's bytes, so nothing over
+// limits.WatermarkImageBytes is read or allocated. pdfedit checks the
+// image's bytes, header and pixels again before decoding it.
+func (w *Worker) loadWatermark(ctx context.Context, wm *jobspb.Watermark) (*jobspb.Watermark, error) {
+	if wm.GetImageKey() != "" && len(wm.GetImagePng()) > 0 {
+		return nil, fmt.Errorf("%w: give the image inline or by key, not both", pdfedit.ErrInvalidWatermark)
+	}
+	loaded, err := blob.LoadWatermark(ctx, w.blobs, wm, limits.WatermarkImageBytes)
+	switch {
+	case errors.Is(err, blob.ErrNotFound):
+		return nil, fmt.Errorf("%w: %w", errWatermarkGone, err)
+	case errors.Is(err, blob.ErrTooLarge):
+		return nil, fmt.Errorf("%w: image is over %d bytes", pdfedit.ErrInvalidWatermark, limits.WatermarkImageBytes)
+	case err != nil:
+		return nil, fmt.Errorf("worker: watermark: %w", err)
+	}
+	return loaded, nil
 }
 
 // renderedWatermarkFailure sorts a failure to stamp a PDF Chromium printed:

@@ -571,12 +571,14 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*User, *Key,
 	return u, &k, nil
 }
 
-// ReserveConversions takes n conversions from u's monthly allowance, all or
-// none, atomically across every gateway. Give them back with
-// ReleaseConversions if the work produces nothing.
-func (s *Service) ReserveConversions(ctx context.Context, u *User, n int64) (usage.Reservation, error) {
+// ReserveConversions takes n conversions from u's monthly allowance for
+// the job or batch id, all or none, atomically across every gateway and
+// once however often it is retried. Give them back with
+// ReleaseConversions if the work produces nothing, or keep them with
+// CommitConversions; one that is neither within hold is given back.
+func (s *Service) ReserveConversions(ctx context.Context, u *User, id string, n int64, hold, life time.Duration) (usage.Reservation, error) {
 	p := s.Plan(u.Plan)
-	r, err := s.usage.Reserve(ctx, u.ID, n, p.Conversions)
+	r, err := s.usage.Reserve(ctx, usage.Ask{ID: id, Account: u.ID, N: n, Limit: p.Conversions, Hold: hold, Life: life})
 	var over *usage.LimitError
 	if errors.As(err, &over) {
 		return r, &QuotaError{Plan: p.Name, Used: over.Used, Limit: p.Conversions, Need: n}
@@ -587,9 +589,14 @@ func (s *Service) ReserveConversions(ctx context.Context, u *User, n int64) (usa
 	return r, nil
 }
 
+// CommitConversions keeps r: the work it paid for is done or owned elsewhere.
+func (s *Service) CommitConversions(ctx context.Context, r usage.Reservation) error {
+	return s.usage.Commit(ctx, r)
+}
+
 // ReleaseConversions gives back all of r.
 func (s *Service) ReleaseConversions(ctx context.Context, r usage.Reservation) error {
-	return s.usage.Release(ctx, r, r.N)
+	return s.usage.ReleaseAll(ctx, r)
 }
 
 // ConversionsUsed is this month's count.

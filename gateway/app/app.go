@@ -91,6 +91,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, newWorkers 
 	if err = a.queue.Setup(ctx, queue.Streams{MaxJobs: cfg.MaxQueue, Replicas: cfg.JobReplicas}); err != nil {
 		return nil, err
 	}
+	warnBatchesThatNeverFit(cfg, log)
 	if a.state, err = stores.OpenState(ctx, cfg); err != nil {
 		return nil, err
 	}
@@ -213,5 +214,18 @@ func (a *App) Close(ctx context.Context) {
 	}
 	if a.state != nil {
 		_ = a.state.Close()
+	}
+}
+
+// warnBatchesThatNeverFit names each plan whose largest batch is more than
+// one account may hold in the queue (DOCRENDER_MAX_QUEUE): such a batch is
+// refused every time (400 naming documents), however long its client waits.
+func warnBatchesThatNeverFit(cfg config.Config, log *slog.Logger) {
+	capacity := queue.BatchCapacity(int64(cfg.MaxQueue))
+	for name, p := range cfg.Plans {
+		if p.MaxBatch > capacity {
+			log.Warn("a plan's largest batch never fits in the queue: raise DOCRENDER_MAX_QUEUE or lower the plan's MAX_BATCH",
+				"plan", name, "max_batch", p.MaxBatch, "fits", capacity, "max_queue", cfg.MaxQueue)
+		}
 	}
 }

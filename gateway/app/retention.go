@@ -11,6 +11,7 @@ import (
 	"github.com/docrender/docrender/pkg/blob"
 	"github.com/docrender/docrender/pkg/config"
 	"github.com/docrender/docrender/pkg/files"
+	"github.com/docrender/docrender/pkg/usage"
 )
 
 // Retention of stored files (spec §8, DESIGN §2): expired files answer 404 at
@@ -69,8 +70,9 @@ func lifecycleDays(plans map[string]config.Plan) int {
 	return max(1, int(math.Ceil(longest.Hours()/24)))
 }
 
-// startSweeper deletes expired files every minute, and on local disk the
-// temporary files of jobs abandoned more than an hour ago, until Close.
+// startSweeper deletes expired files every minute, gives back the
+// conversions of requests whose gateway died mid-request, and on local disk
+// deletes the temporary files of jobs abandoned more than an hour ago, until Close.
 func (a *App) startSweeper(index *files.Store) {
 	ctx, cancel := context.WithCancel(context.Background())
 	a.stopSweep = cancel
@@ -80,6 +82,13 @@ func (a *App) startSweeper(index *files.Store) {
 		log := a.Log.With("component", "sweeper")
 		index.RunSweeper(ctx, a.sweepInterval(), func(err error) {
 			log.Warn("sweep failed", "err", err)
+		})
+	}()
+	a.sweepWG.Add(1)
+	go func() {
+		defer a.sweepWG.Done()
+		usage.New(a.state).RunSweeper(ctx, a.sweepInterval(), func(err error) {
+			a.Log.Warn("sweeping pending reservations failed", "err", err)
 		})
 	}()
 	if a.Config.S3Endpoint != "" {

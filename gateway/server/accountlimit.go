@@ -99,3 +99,63 @@ func (s *Server) sweepLeases(ctx context.Context, index string) {
 }
 
 func unixMilli(t time.Time) float64 { return float64(t.UnixMilli()) }
+
+// Progress streams per account (DESIGN §5): at most
+// DOCRENDER_MAX_STREAMS_PER_ACCOUNT open at once, over every gateway. A
+// stream lasts as long as its batch, so its lease is short and renewed
+// while the stream is open: the streams of a gateway that died stop
+// counting within streamLeaseTTL.
+const (
+	streamLeaseTTL   = 2 * time.Minute
+	streamLeaseRenew = 30 * time.Second
+	// streamRetry is the Retry-After of a refused stream: a slot frees
+	// when one of the account's batches ends or a client leaves.
+	streamRetry = 5 * time.Second
+)
+
+// takeStreamSlot leases one of the account's limit progress-stream slots,
+// renewed until release, or refuses with 429 RATE_LIMITED.
+func (s *Server) takeStreamSlot(ctx context.Context, account string, limit int) (release func(), err error) {
+	index := "streams:" + account
+	lease := ids.New()
+	now := time.Now()
+	ok, err := s.State.IndexAddIfBelow(ctx, index, lease, unixMilli(now.Add(streamLeaseTTL)), unixMilli(now), int64(limit))
+	if err != nil {
+		return nil, fmt.Errorf("stream limit: %w", err)
+	}
+	if !ok {
+		s.sweepLeases(ctx, index)
+		return nil, rateLimited(fmt.Sprintf("Too many progress streams open: an account may have %d at once.", limit), streamRetry)
+	}
+	renewCtx, stop := context.WithCancel(ctx)
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		s.renewLease(renewCtx, index, lease, streamLeaseRenew, streamLeaseTTL)
+	}()
+	return func() {
+		// Renewal stops first: a late renewal would put the lease back.
+		stop()
+		<-renewed
+		if _, err := s.State.IndexRemove(context.WithoutCancel(ctx), index, lease); err != nil {
+			s.Log.Warn("stream limit: lease not given back; it expires", "account", account, "err", err)
+		}
+	}, nil
+}
+
+// renewLease moves the lease's expiry to ttl from now every interval
+// until ctx ends.
+func (s *Server) renewLease(ctx context.Context, index, lease string, every, ttl time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := s.State.IndexAdd(ctx, index, lease, unixMilli(time.Now().Add(ttl))); err != nil && ctx.Err() == nil {
+				s.Log.Warn("stream limit: renewing a lease failed", "index", index, "err", err)
+			}
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -26,12 +27,16 @@ import (
 // Timing of the waits on a batch. Progress is read from the state store,
 // so any gateway can answer for any batch.
 const (
-	// sseInterval is the progress stream's cadence (spec 4.5, §8).
+	// sseInterval is the progress stream's cadence (spec 4.5, §8): how
+	// often a batch's watcher reads its progress, for its streams and its
+	// waiting non-stream requests alike.
 	sseInterval = 500 * time.Millisecond
-	// syncPoll is how often a waiting non-stream request looks at its batch.
-	syncPoll = 200 * time.Millisecond
 	// syncMaxWait bounds a non-stream request; the batch itself goes on.
 	syncMaxWait = 2 * time.Hour
+	// batchStartHold bounds the start of a batch (storing its documents and
+	// queuing them): a reservation still pending after it belongs to a
+	// gateway that died mid-start and is given back.
+	batchStartHold = 15 * time.Minute
 	// sseMaxFailures ends a progress stream whose state store stopped answering.
 	sseMaxFailures = 10
 )
@@ -42,6 +47,11 @@ type batchAPI struct {
 	tracker *batch.Tracker
 	// hooks checks webhook URLs against DOCRENDER_WEBHOOK_ALLOW_HOSTS at submission.
 	hooks *netguard.Policy
+	// watch runs one progress watcher per batch for this server's streams
+	// and waiting requests (watch.go).
+	watch *progressHub
+	// streams counts the progress streams open on this server.
+	streams atomic.Int64
 	// closing is closed when the server shuts down: progress streams end.
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -56,6 +66,7 @@ func newBatchAPI(s *Server) *batchAPI {
 		closing: make(chan struct{}),
 	}
 	b.tracker.Instrument(s.Metrics)
+	b.watch = newProgressHub(b.tracker.Progress, sseInterval, s.Log.With("component", "progress"))
 	return b
 }
 
@@ -206,6 +217,7 @@ func (b *batchAPI) generate(c echo.Context) error {
 		return err
 	}
 	logger(c).Info("batch started", "batch_id", rec.ID, "documents", rec.Total, "stream", p.stream, "host", p.host)
+	announceBatch(c, rec, !p.stream)
 	if p.stream {
 		return c.JSON(http.StatusOK, map[string]any{
 			"batchId": rec.ID,
@@ -231,11 +243,18 @@ func (b *batchAPI) start(c echo.Context, u *account.User, p *batchPlan) (*batch.
 	if p.host {
 		rec.ZipID, rec.HostedExpiresAt = ids.New(), now.Add(plan.Retention)
 	}
-	charge, err := b.s.acct.ReserveConversions(ctx, u, int64(rec.Total))
+	charge, err := b.s.acct.ReserveConversions(ctx, u, rec.ID, int64(rec.Total), batchStartHold, rec.TTL())
 	if err != nil {
 		return nil, err
 	}
 	rec.Charge = charge
+	// From Submit on, the batch owns its charge (its record carries it, and
+	// Submit gives it back on failure): no longer pending either way.
+	defer func() {
+		if err := b.s.acct.CommitConversions(context.WithoutCancel(ctx), charge); err != nil {
+			b.s.Log.Warn("keeping a batch's conversions failed", "batch_id", rec.ID, "err", err)
+		}
+	}()
 	if p.host {
 		if err := b.s.files.ReserveHosted(ctx, u.ID, rec.ZipID, rec.HostedExpiresAt, plan.Hosted); err != nil {
 			_ = b.s.acct.ReleaseConversions(context.WithoutCancel(ctx), charge)
@@ -254,33 +273,57 @@ func (b *batchAPI) start(c echo.Context, u *account.User, p *batchPlan) (*batch.
 	return rec, nil
 }
 
-// waitDone polls the batch until it ends or ctx does.
+// waitDone waits until the batch ends, following its watcher with the
+// batch's progress streams, or until ctx ends or syncMaxWait passes.
 func (b *batchAPI) waitDone(ctx context.Context, rec *batch.Record) (batch.Progress, error) {
 	ctx, cancel := context.WithTimeout(ctx, syncMaxWait)
 	defer cancel()
-	t := time.NewTicker(syncPoll)
-	defer t.Stop()
-	for {
-		p, err := b.tracker.Progress(ctx, rec)
-		if err == nil && p.Terminal() {
-			return p, nil
-		}
-		if err != nil && ctx.Err() == nil {
-			b.s.Log.Warn("reading batch progress failed", "batch_id", rec.ID, "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return batch.Progress{}, ctx.Err()
-		case <-t.C:
-		}
+	return b.watch.wait(ctx, rec)
+}
+
+// announceBatch names the batch in the answer's headers (X-Batch-Id, and a
+// Link to its progress). A sync batch (early) sends them at once as 103
+// Early Hints, before it waits: a client cut off by a gateway restart, or
+// by its own timeout, still knows which batch to follow, and the batch it
+// paid for goes on.
+func announceBatch(c echo.Context, rec *batch.Record, early bool) {
+	h := c.Response().Header()
+	h.Set(headerBatchID, rec.ID)
+	h.Set("Link", "<"+rec.BaseURL+"/pdf/progress/"+rec.ID+`>; rel="monitor"`)
+	if early && c.Request().ProtoAtLeast(1, 1) {
+		// Past echo's Response, which would count the 103 as the answer.
+		c.Response().Writer.WriteHeader(http.StatusEarlyHints)
 	}
 }
+
+// errShuttingDown ends the wait of a sync batch when the server shuts down.
+var errShuttingDown = errors.New("gateway shutting down")
+
+// headerBatchID names the batch of a generate-batch answer.
+const headerBatchID = "X-Batch-Id"
 
 // answerWhenDone answers a non-stream batch once it ended: the ZIP itself,
 // or with host the hosted ZIP result (spec 2.7).
 func (b *batchAPI) answerWhenDone(c echo.Context, rec *batch.Record) error {
 	ctx := c.Request().Context()
-	p, err := b.waitDone(ctx, rec)
+	// A gateway shutting down answers its waiting clients instead of
+	// cutting them off when its grace period ends: the batch goes on
+	// without this gateway, and the answer says where to follow it.
+	wctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-b.closing:
+			cancel(errShuttingDown)
+		case <-wctx.Done():
+		}
+	}()
+	p, err := b.waitDone(wctx, rec)
+	if errors.Is(context.Cause(wctx), errShuttingDown) && ctx.Err() == nil {
+		e := apierr.Newf(http.StatusServiceUnavailable, "This gateway is restarting; the batch goes on. Follow it at %s/pdf/progress/%s.", rec.BaseURL, rec.ID)
+		e.Header = map[string]string{"Retry-After": "5"}
+		return e
+	}
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return apierr.Newf(http.StatusInternalServerError, "The batch did not finish in time. Track it at %s/pdf/progress/%s.", rec.BaseURL, rec.ID)

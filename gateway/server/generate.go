@@ -59,8 +59,15 @@ func (s *Server) generate(c echo.Context) error {
 	if sg != nil {
 		job.OutputKey = sg.BlobKey()
 	}
+	// After the cache lookup: a hit stores nothing. The image lives in the
+	// job's folder, removed by the cleanup above.
+	wm, err := blob.OffloadWatermark(ctx, s.Blobs, blob.JobWatermark(job.Id), opts.Watermark)
+	if err != nil {
+		sg.abandon(c)
+		return err
+	}
 	job.Kind = &jobspb.Job_Render{Render: &jobspb.RenderJob{
-		BundlePrefix: prefix, Files: up.names(), Entry: entry, Page: opts.Page, Watermark: opts.Watermark,
+		BundlePrefix: prefix, Files: up.names(), Entry: entry, Page: opts.Page, Watermark: wm,
 	}}
 	res, err := s.runCharged(ctx, u, job)
 	if err != nil {

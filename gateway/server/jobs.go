@@ -39,9 +39,7 @@ func (s *Server) runJob(ctx context.Context, job *jobspb.Job) (*jobspb.Result, e
 		_ = s.Queue.CancelJob(job.Id)
 		return nil, fmt.Errorf("enqueue: %w", err)
 	}
-	// Every try may take the full render timeout; give up well after the last.
-	wait := time.Duration(job.TimeoutMs)*time.Millisecond*queue.MaxDeliver + 30*time.Second
-	ctx, cancel := context.WithTimeout(ctx, wait)
+	ctx, cancel := context.WithTimeout(ctx, jobWait(job))
 	defer cancel()
 	res, err := p.Wait(ctx)
 	if err != nil {
@@ -60,20 +58,46 @@ func (s *Server) runJob(ctx context.Context, job *jobspb.Job) (*jobspb.Result, e
 
 // runCharged runs job as one conversion of u's plan: reserved before the
 // job is queued (429 when the month is used up), given back when the job
-// produces nothing. Generate and merge run through it.
+// produces nothing, kept when it succeeds. A gateway that dies in between
+// leaves the reservation pending; it is given back once its hold, longer
+// than any wait here, has passed. Generate and merge run through it.
 func (s *Server) runCharged(ctx context.Context, u *account.User, job *jobspb.Job) (*jobspb.Result, error) {
-	charge, err := s.acct.ReserveConversions(ctx, u, 1)
+	hold := s.requestHold()
+	charge, err := s.acct.ReserveConversions(ctx, u, job.Id, 1, hold, hold)
 	if err != nil {
 		return nil, err
 	}
 	res, err := s.runJob(ctx, job)
+	bg := context.WithoutCancel(ctx)
 	if err != nil {
-		if rerr := s.acct.ReleaseConversions(context.WithoutCancel(ctx), charge); rerr != nil {
+		if rerr := s.acct.ReleaseConversions(bg, charge); rerr != nil {
 			s.Log.Warn("giving a conversion back failed", "job_id", job.Id, "err", rerr)
 		}
 		return nil, err
 	}
+	if cerr := s.acct.CommitConversions(bg, charge); cerr != nil {
+		// Left pending, the conversion is given back by the sweeper: the
+		// client gets its answer either way.
+		s.Log.Warn("keeping a conversion failed", "job_id", job.Id, "err", cerr)
+	}
 	return res, nil
+}
+
+// pendingMargin is how long past a request's longest wait what it reserved
+// (a conversion, a hosted slot) stays pending before it counts as the
+// reservation of a gateway that died.
+const pendingMargin = 5 * time.Minute
+
+// requestHold is how long a request running one job may hold a reservation
+// before committing it.
+func (s *Server) requestHold() time.Duration {
+	return jobWait(&jobspb.Job{TimeoutMs: s.Config.RenderTimeout.Milliseconds()}) + pendingMargin
+}
+
+// jobWait is how long a client waits for job: every try may take the full
+// render timeout; give up well after the last.
+func jobWait(job *jobspb.Job) time.Duration {
+	return time.Duration(job.TimeoutMs)*time.Millisecond*queue.MaxDeliver + 30*time.Second
 }
 
 // resultError maps a worker's failure to the client's error.

@@ -84,10 +84,15 @@ func (s *Server) merge(c echo.Context) error {
 // headerPages carries the page count of a merged PDF.
 const headerPages = "X-PDF-Pages"
 
-// runMerge runs the merge as one conversion (runCharged).
+// runMerge runs the merge as one conversion (runCharged). A watermark
+// image goes to the job's folder, removed with the inputs by merge's cleanup.
 func (s *Server) runMerge(ctx context.Context, u *account.User, job *jobspb.Job, req *mergeRequest) (*jobspb.Result, error) {
+	wm, err := blob.OffloadWatermark(ctx, s.Blobs, blob.JobWatermark(job.Id), req.watermark)
+	if err != nil {
+		return nil, err
+	}
 	job.Kind = &jobspb.Job_Merge{Merge: &jobspb.MergeJob{
-		InputKeys: req.keys, InputNames: req.names, Watermark: req.watermark,
+		InputKeys: req.keys, InputNames: req.names, Watermark: wm,
 	}}
 	return s.runCharged(ctx, u, job)
 }

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sync/atomic"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -20,13 +18,15 @@ const (
 	eventError    = "error"
 )
 
-// activeStreams counts the progress streams open in this process, so a
-// test (or an operator's debugger) can see that a client leaving frees its
-// stream.
-var activeStreams atomic.Int64
-
-// ActiveProgressStreams is the number of open progress streams in this process.
-func ActiveProgressStreams() int64 { return activeStreams.Load() }
+// ActiveProgressStreams is the number of progress streams this server has
+// open, so a test (or an operator's debugger) can see that a client
+// leaving frees its stream.
+func (s *Server) ActiveProgressStreams() int64 {
+	if s.batches == nil {
+		return 0
+	}
+	return s.batches.streams.Load()
+}
 
 // StopStreams ends every open progress stream, without a final event: the
 // client's EventSource reconnects, to this gateway's successor or any other
@@ -41,13 +41,23 @@ func (s *Server) StopStreams() {
 // stream is GET /pdf/progress/:batchId/stream (spec 4.5, §6): a progress
 // event every 500 ms while the batch runs, then one complete or error
 // event, then the connection closes. An unknown batch gets one error event
-// carrying the not_found record (DESIGN 4.10). The loop reads only the
-// state store, so any gateway can serve any batch, and it ends with the
-// client's connection.
+// carrying the not_found record (DESIGN 4.10). Progress comes from the
+// batch's watcher, which reads only the state store, so any gateway can
+// serve any batch; the stream ends with the client's connection. An
+// account holds at most DOCRENDER_MAX_STREAMS_PER_ACCOUNT streams at once,
+// over every gateway.
 func (b *batchAPI) stream(c echo.Context) error {
 	rec, err := b.ownBatch(c)
 	if err != nil {
 		return err
+	}
+	if rec != nil {
+		// Before any header: a refusal is an ordinary 429 answer.
+		release, err := b.s.takeStreamSlot(c.Request().Context(), rec.OwnerID, b.s.Config.MaxStreamsPerAccount)
+		if err != nil {
+			return err
+		}
+		defer release()
 	}
 	// The stream lasts as long as the batch: each event, not the whole,
 	// must reach the client within the write timeout.
@@ -60,45 +70,36 @@ func (b *batchAPI) stream(c echo.Context) error {
 	// nginx and similar proxies buffer responses unless told not to.
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	activeStreams.Add(1)
-	defer activeStreams.Add(-1)
+	b.streams.Add(1)
+	defer b.streams.Add(-1)
 	if rec == nil {
 		return writeEvent(w, eventError, batch.NotFoundProgress())
 	}
 	return b.pushProgress(c.Request().Context(), w, rec)
 }
 
-// pushProgress writes one event per tick until the batch ends, the client
-// leaves, or the state store keeps failing.
+// pushProgress writes an event for each reading of the batch's watcher
+// until the batch ends, the client leaves, the server closes, or the
+// state store keeps failing. A client slower than the readings skips some:
+// it gets the latest, and never holds up the watcher.
 func (b *batchAPI) pushProgress(ctx context.Context, w *echo.Response, rec *batch.Record) error {
-	t := time.NewTicker(sseInterval)
-	defer t.Stop()
-	failures := 0
+	sub := b.watch.subscribe(rec)
+	defer sub.close()
 	for {
-		p, err := b.tracker.Progress(ctx, rec)
-		switch {
-		case err != nil && ctx.Err() != nil:
-			return nil
-		case err != nil:
-			failures++
-			b.s.Log.Warn("reading batch progress failed", "batch_id", rec.ID, "err", err, "failures", failures)
-			if failures >= sseMaxFailures {
-				p := batch.Progress{Total: rec.Total, Status: batch.Error, Message: "Progress is unavailable right now. Poll " +
-					rec.BaseURL + "/pdf/progress/" + rec.ID + " to follow the batch."}
-				return writeEvent(w, eventError, p)
-			}
-		default:
-			failures = 0
-			if err := writeEvent(w, eventName(p), p); err != nil || p.Terminal() {
-				return nil
-			}
-		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-b.closing:
 			return nil
-		case <-t.C:
+		case u := <-sub.C:
+			if u.Err != nil {
+				p := batch.Progress{Total: rec.Total, Status: batch.Error, Message: "Progress is unavailable right now. Poll " +
+					rec.BaseURL + "/pdf/progress/" + rec.ID + " to follow the batch."}
+				return writeEvent(w, eventError, p)
+			}
+			if err := writeEvent(w, eventName(u.Progress), u.Progress); err != nil || u.Progress.Terminal() {
+				return nil
+			}
 		}
 	}
 }

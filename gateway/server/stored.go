@@ -68,7 +68,13 @@ func (s *Server) reserveFile(ctx context.Context, u *account.User, spec StoreSpe
 		if r := spec.Replaces; r != nil && r.Hosted {
 			limit++
 		}
-		if err := s.files.ReserveHosted(ctx, u.ID, f.ID, f.ExpiresAt, limit); err != nil {
+		// Held only until the request ends: Commit extends the slot to the
+		// file's expiry, and a gateway that dies first frees it soon.
+		until := now.Add(s.requestHold())
+		if f.ExpiresAt.Before(until) {
+			until = f.ExpiresAt
+		}
+		if err := s.files.ReserveHosted(ctx, u.ID, f.ID, until, limit); err != nil {
 			return nil, err
 		}
 		p.hosted = true

@@ -187,11 +187,13 @@ type Document struct {
 // Submit starts r, whose conversions (r.Charge) and, with r.Host, hosted
 // slot (r.ZipID) are reserved: from here the batch owns them. It stores
 // each document's HTML and the record, then queues one job per document,
-// printed with render's page and watermark. An error before any job is
-// queued gives everything back. If the queue refuses a document part-way,
-// the batch fails at once (the queued ones are skipped when their turn
-// comes) and the documents never queued are given back; the error then
-// wraps the queue's.
+// printed with render's page and watermark. A watermark image is stored
+// once, in the batch's folder, and every job names its key (the inputs'
+// removal, once every document has settled or none was queued, takes it
+// too). An error before any job is queued gives everything back. If the
+// queue refuses a document part-way, the batch fails at once (the queued
+// ones are skipped when their turn comes) and the documents never queued
+// are given back; the error then wraps the queue's.
 func (t *Tracker) Submit(ctx context.Context, r *Record, docs []Document, render *jobspb.RenderJob, timeout time.Duration) error {
 	if len(docs) != r.Total {
 		return fmt.Errorf("batch: %d documents for a total of %d", len(docs), r.Total)
@@ -207,6 +209,11 @@ func (t *Tracker) Submit(ctx context.Context, r *Record, docs []Document, render
 	if err := t.writeInputs(ctx, r.ID, docs); err != nil {
 		t.abandon(ctx, r)
 		return err
+	}
+	wm, err := blob.OffloadWatermark(ctx, t.blobs, blob.BatchWatermark(r.ID), render.GetWatermark())
+	if err != nil {
+		t.abandon(ctx, r)
+		return fmt.Errorf("batch: %w", err)
 	}
 	if err := t.Create(ctx, r, names); err != nil {
 		t.abandon(ctx, r)
@@ -224,7 +231,7 @@ func (t *Tracker) Submit(ctx context.Context, r *Record, docs []Document, render
 				BatchId: r.ID, Index: int32(i),
 				Render: &jobspb.RenderJob{
 					BundlePrefix: blob.BatchInputs(r.ID, i), Files: []string{"index.html"}, Entry: "index.html",
-					Page: render.GetPage(), Watermark: render.GetWatermark(),
+					Page: render.GetPage(), Watermark: wm,
 				},
 			}},
 		}
@@ -267,7 +274,7 @@ func (t *Tracker) writeInputs(ctx context.Context, id string, docs []Document) e
 // abandon gives back everything of a batch none of whose jobs was queued.
 func (t *Tracker) abandon(ctx context.Context, r *Record) {
 	ctx = context.WithoutCancel(ctx)
-	t.release(ctx, r, r.Charge.N)
+	t.release(ctx, r, "all", r.Charge.N)
 	if r.Host {
 		if err := t.files.ReleaseHosted(ctx, r.OwnerID, r.ZipID); err != nil {
 			t.log.ErrorContext(ctx, "freeing the hosted slot failed", "batch_id", r.ID, "err", err)
@@ -292,9 +299,10 @@ func (t *Tracker) refused(ctx context.Context, r *Record, queued int, cause erro
 	}
 }
 
-// ttl is how long a batch's state lives: as long as its ZIP may be
-// downloaded, and a day more, so a late poll still finds the record.
-func (r *Record) ttl() time.Duration { return r.Retention + 24*time.Hour }
+// TTL is how long a batch's state lives: as long as its ZIP may be
+// downloaded, and a day more, so a late poll still finds the record. Its
+// documents may give their conversions back for as long.
+func (r *Record) TTL() time.Duration { return r.Retention + 24*time.Hour }
 
 // Create stores a new batch with its ZIP entry names, before any job is published.
 func (t *Tracker) Create(ctx context.Context, r *Record, entryNames []string) error {
@@ -305,10 +313,10 @@ func (t *Tracker) Create(ctx context.Context, r *Record, entryNames []string) er
 	if err != nil {
 		return fmt.Errorf("batch: create: %w", err)
 	}
-	if err := t.st.Set(ctx, namesKey(r.ID), names, r.ttl()); err != nil {
+	if err := t.st.Set(ctx, namesKey(r.ID), names, r.TTL()); err != nil {
 		return fmt.Errorf("batch: create: %w", err)
 	}
-	return t.putRecord(ctx, r, r.ttl())
+	return t.putRecord(ctx, r, r.TTL())
 }
 
 func (t *Tracker) putRecord(ctx context.Context, r *Record, ttl time.Duration) error {
@@ -410,7 +418,7 @@ func (t *Tracker) Failed(ctx context.Context, r *Record) (bool, error) {
 // whether this call was the first to do so, and whether every document is
 // now settled.
 func (t *Tracker) settle(ctx context.Context, r *Record, i int) (first, all bool, err error) {
-	first, n, err := t.st.SetAdd(ctx, settledKey(r.ID), indexMember(i), r.ttl())
+	first, n, err := t.st.SetAdd(ctx, settledKey(r.ID), indexMember(i), r.TTL())
 	if err != nil {
 		return false, false, fmt.Errorf("batch: settle: %w", err)
 	}
@@ -428,7 +436,7 @@ func (t *Tracker) DocDone(ctx context.Context, r *Record, i int) (int, error) {
 	if _, _, err := t.settle(ctx, r, i); err != nil {
 		return 0, err
 	}
-	_, n, err := t.st.SetAdd(ctx, doneKey(r.ID), indexMember(i), r.ttl())
+	_, n, err := t.st.SetAdd(ctx, doneKey(r.ID), indexMember(i), r.TTL())
 	if err != nil {
 		return 0, fmt.Errorf("batch: done: %w", err)
 	}
@@ -445,7 +453,7 @@ func (t *Tracker) DocNotDone(ctx context.Context, r *Record, i int) error {
 		return err
 	}
 	if first {
-		t.release(ctx, r, 1)
+		t.release(ctx, r, "doc:"+indexMember(i), 1)
 	}
 	if all {
 		t.removeTemp(ctx, r)
@@ -453,10 +461,10 @@ func (t *Tracker) DocNotDone(ctx context.Context, r *Record, i int) error {
 	return nil
 }
 
-// release gives n of the batch's conversions back. A failure is logged,
-// not returned: the document's outcome stands either way.
-func (t *Tracker) release(ctx context.Context, r *Record, n int64) {
-	if err := t.usage.Release(ctx, r.Charge, n); err != nil {
+// release gives n of the batch's conversions back, once for part. A
+// failure is logged, not returned: the document's outcome stands either way.
+func (t *Tracker) release(ctx context.Context, r *Record, part string, n int64) {
+	if err := t.usage.Release(ctx, r.Charge, part, n); err != nil {
 		t.log.ErrorContext(ctx, "giving conversions back failed", "batch_id", r.ID, "n", n, "err", err)
 	}
 }
@@ -500,7 +508,7 @@ func (t *Tracker) setFinal(ctx context.Context, r *Record, f *final) (bool, erro
 	if err != nil {
 		return false, fmt.Errorf("batch: status: %w", err)
 	}
-	won, err := t.st.SetNX(ctx, finalKey(r.ID), b, r.ttl())
+	won, err := t.st.SetNX(ctx, finalKey(r.ID), b, r.TTL())
 	if err != nil {
 		return false, fmt.Errorf("batch: status: %w", err)
 	}

@@ -74,7 +74,7 @@ func (f fixture) create(t *testing.T, total int) *Record {
 	for i := range names {
 		names[i] = "doc" + strconv.Itoa(i) + ".pdf"
 	}
-	charge, err := usage.New(f.st).Reserve(context.Background(), r.OwnerID, int64(total), 1000)
+	charge, err := usage.New(f.st).Reserve(context.Background(), usage.Ask{ID: r.ID, Account: r.OwnerID, N: int64(total), Limit: 1000, Hold: time.Hour, Life: r.TTL()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,7 @@ func TestSubmit(t *testing.T) {
 			id := ids.New()
 			r := &Record{ID: id, OwnerID: "u1", Name: "b", Total: total, ZipID: id, Retention: time.Hour, CreatedAt: time.Now()}
 			var err error
-			if r.Charge, err = usage.New(f.st).Reserve(ctx, r.OwnerID, total, 100); err != nil {
+			if r.Charge, err = usage.New(f.st).Reserve(ctx, usage.Ask{ID: r.ID, Account: r.OwnerID, N: total, Limit: 100, Hold: time.Hour, Life: r.TTL()}); err != nil {
 				t.Fatal(err)
 			}
 			docs := make([]Document, total)
@@ -124,7 +124,7 @@ func TestSubmitAbandonsWhatItCannotStart(t *testing.T) {
 	r := &Record{ID: id, OwnerID: "u1", Name: "b", Total: 2, ZipID: ids.New(), Host: true,
 		HostedExpiresAt: time.Now().Add(time.Hour), Retention: time.Hour, CreatedAt: time.Now()}
 	var err error
-	if r.Charge, err = usage.New(f.st).Reserve(ctx, r.OwnerID, 2, 100); err != nil {
+	if r.Charge, err = usage.New(f.st).Reserve(ctx, usage.Ask{ID: r.ID, Account: r.OwnerID, N: 2, Limit: 100, Hold: time.Hour, Life: r.TTL()}); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.tr.files.ReserveHosted(ctx, r.OwnerID, r.ZipID, r.HostedExpiresAt, 1); err != nil {

@@ -28,6 +28,11 @@ func JobInputs(jobID string) string { return JobDir(jobID) + "in/" }
 // JobResult is where a job writes the PDF its request answers with.
 func JobResult(jobID string) string { return JobDir(jobID) + "out.pdf" }
 
+// JobWatermark is where a request's watermark image is stored for its job
+// (OffloadWatermark). It sits beside JobInputs, not in it: an uploaded
+// file may have any name, watermark.png included.
+func JobWatermark(jobID string) string { return JobDir(jobID) + "watermark.png" }
+
 // FileKey is where a stored file's bytes live.
 func FileKey(fileID string) string { return FilesPrefix + fileID }
 
@@ -43,3 +48,7 @@ func BatchInputs(batchID string, i int) string {
 func BatchPDF(batchID string, i int) string {
 	return BatchDir(batchID) + "pdf/" + strconv.Itoa(i) + ".pdf"
 }
+
+// BatchWatermark is where a batch's watermark image is stored, once for all
+// of its documents (OffloadWatermark).
+func BatchWatermark(batchID string) string { return BatchDir(batchID) + "watermark.png" }

@@ -59,12 +59,16 @@ type Config struct {
 	RenderTimeout time.Duration
 	MaxUpload     int64
 	// MaxQueue bounds the jobs waiting in the queue; past it the gateway answers 429.
-	MaxQueue          int
-	RenderAllowHosts  []string
-	WebhookAllowHosts []string
-	Plans             map[string]Plan
-	DefaultPlan       string
-	LogLevel          string
+	MaxQueue int
+	// MaxStreamsPerAccount bounds the progress streams (SSE) one account
+	// holds open at once, over every gateway: each costs a connection and
+	// a share of its batch's watcher until the batch ends.
+	MaxStreamsPerAccount int
+	RenderAllowHosts     []string
+	WebhookAllowHosts    []string
+	Plans                map[string]Plan
+	DefaultPlan          string
+	LogLevel             string
 
 	// ChromiumNoSandbox runs Chromium without its sandbox; DESIGN §5 allows
 	// it only when asked for, and the worker says so in its log and metrics.
@@ -163,6 +167,7 @@ func load(getenv func(string) string) (Config, map[string]bool, error) {
 		RenderTimeout:         p.duration("DOCRENDER_RENDER_TIMEOUT", 30*time.Second),
 		MaxUpload:             int64(p.integer("DOCRENDER_MAX_UPLOAD_BYTES", 52428800)),
 		MaxQueue:              p.integer("DOCRENDER_MAX_QUEUE", 10000),
+		MaxStreamsPerAccount:  p.integer("DOCRENDER_MAX_STREAMS_PER_ACCOUNT", 20),
 		RenderAllowHosts:      p.list("DOCRENDER_RENDER_ALLOW_HOSTS"),
 		WebhookAllowHosts:     p.list("DOCRENDER_WEBHOOK_ALLOW_HOSTS"),
 		DefaultPlan:           strings.ToLower(p.str("DOCRENDER_DEFAULT_PLAN", "hobby")),
@@ -226,6 +231,7 @@ func load(getenv func(string) string) (Config, map[string]bool, error) {
 	p.positive("DOCRENDER_SWEEP_INTERVAL", c.SweepInterval)
 	p.atLeast("DOCRENDER_MAX_UPLOAD_BYTES", int(c.MaxUpload), 1024)
 	p.atLeast("DOCRENDER_MAX_QUEUE", c.MaxQueue, 1)
+	p.atLeast("DOCRENDER_MAX_STREAMS_PER_ACCOUNT", c.MaxStreamsPerAccount, 1)
 	if c.JobReplicas < 1 || c.JobReplicas > 5 {
 		p.fail("DOCRENDER_JOB_REPLICAS", strconv.Itoa(c.JobReplicas), "1 to 5 (JetStream's limit)")
 	}

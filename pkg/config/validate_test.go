@@ -28,6 +28,7 @@ func TestBadSettingsRefuseToStart(t *testing.T) {
 		{"zero sweep", map[string]string{"DOCRENDER_SWEEP_INTERVAL": "0s"}, []string{"DOCRENDER_SWEEP_INTERVAL"}},
 		{"tiny upload", map[string]string{"DOCRENDER_MAX_UPLOAD_BYTES": "10"}, []string{"DOCRENDER_MAX_UPLOAD_BYTES"}},
 		{"zero queue", map[string]string{"DOCRENDER_MAX_QUEUE": "0"}, []string{"DOCRENDER_MAX_QUEUE"}},
+		{"zero streams", map[string]string{"DOCRENDER_MAX_STREAMS_PER_ACCOUNT": "0"}, []string{"DOCRENDER_MAX_STREAMS_PER_ACCOUNT", "at least 1"}},
 		{"workers not a number", map[string]string{"DOCRENDER_WORKERS": "four"}, []string{"DOCRENDER_WORKERS", "an integer"}},
 		{"replicas", map[string]string{"DOCRENDER_JOB_REPLICAS": "7"}, []string{"DOCRENDER_JOB_REPLICAS"}},
 		{"base URL without scheme", map[string]string{"DOCRENDER_BASE_URL": "docs.example.com"}, []string{"DOCRENDER_BASE_URL", "http, https"}},
@@ -74,6 +75,9 @@ func TestGoodSettingsLoad(t *testing.T) {
 			if p := c.Plans["hobby"]; p.Concurrency != 2 || p.Rate != 60 {
 				t.Errorf("hobby concurrency %d, rate %d: want DESIGN §2's 2 and 60", p.Concurrency, p.Rate)
 			}
+			if c.MaxStreamsPerAccount != 20 {
+				t.Errorf("streams per account %d: want DESIGN §2's 20", c.MaxStreamsPerAccount)
+			}
 		})
 	}
 }
@@ -82,7 +86,7 @@ func TestGoodSettingsLoad(t *testing.T) {
 // the repository's own tool variables are not settings and pass quietly.
 func TestUnknownNamesWarn(t *testing.T) {
 	c, err := LoadEnviron([]string{"DOCRENDER_WORKER=4", "DOCRENDER_REDIS_URI=redis://x", "DOCRENDER_TEST_REDIS_URL=x",
-		"DOCRENDER_CACHE=/tmp", "DOCRENDER_PLAN_HOBBY_CONVERSION=5", "DOCRENDER_WORKERS=2", "PATH=/bin"})
+		"DOCRENDER_CACHE=/tmp", "DOCRENDER_PLAN_HOBBY_CONVERSION=5", "DOCRENDER_WORKERS=2", "DOCRENDER_MAX_STREAMS_PER_ACCOUNT=5", "PATH=/bin"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +98,7 @@ func TestUnknownNamesWarn(t *testing.T) {
 	if strings.Join(c.Warnings, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("warnings\n%s\nwant\n%s", strings.Join(c.Warnings, "\n"), strings.Join(want, "\n"))
 	}
-	if c.Workers != 2 {
-		t.Errorf("workers %d, want 2", c.Workers)
+	if c.Workers != 2 || c.MaxStreamsPerAccount != 5 {
+		t.Errorf("workers %d, streams per account %d: want 2 and 5", c.Workers, c.MaxStreamsPerAccount)
 	}
 }

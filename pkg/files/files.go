@@ -97,11 +97,13 @@ func (e *HostedLimitError) Error() string {
 	return fmt.Sprintf("files: hosted limit of %d reached", e.Limit)
 }
 
-// ReserveHosted takes one of the owner's hosted slots for id, atomically
-// (never over limit, also across gateways). Release it if the file is never
-// stored.
-func (s *Store) ReserveHosted(ctx context.Context, owner, id string, expiresAt time.Time, limit int64) error {
-	ok, err := s.st.IndexAddIfBelow(ctx, hostedIndex(owner), id, ms(expiresAt), s.liveFloor(), limit)
+// ReserveHosted takes one of the owner's hosted slots for id until the
+// given time, atomically (never over limit, also across gateways). Put
+// holds it until the file expires; release it if the file is never stored.
+// A slot reserved by a request holds until shortly after the request's end,
+// so a gateway that dies mid-request does not keep it.
+func (s *Store) ReserveHosted(ctx context.Context, owner, id string, until time.Time, limit int64) error {
+	ok, err := s.st.IndexAddIfBelow(ctx, hostedIndex(owner), id, ms(until), s.liveFloor(), limit)
 	if err != nil {
 		return fmt.Errorf("files: reserve hosted slot: %w", err)
 	}
@@ -149,6 +151,9 @@ func (s *Store) Put(ctx context.Context, f *File) error {
 		return fmt.Errorf("files: put: %w", err)
 	}
 	if f.Hosted {
+		if err := s.st.IndexAdd(ctx, hostedIndex(f.OwnerID), f.ID, ms(f.ExpiresAt)); err != nil {
+			return fmt.Errorf("files: put: %w", err)
+		}
 		if err := s.st.IndexAdd(ctx, listIndex(f.OwnerID), f.ID, ms(f.CreatedAt)); err != nil {
 			return fmt.Errorf("files: put: %w", err)
 		}

@@ -213,6 +213,35 @@ func TestHostedSlots(t *testing.T) {
 	})
 }
 
+// A request's slot holds only until shortly after the request ends: a
+// gateway that died before storing its file frees the slot then; a stored
+// file holds it until the file expires.
+func TestPendingHostedSlotsExpire(t *testing.T) {
+	eachBackend(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		pending, stored := ids.New(), ids.New()
+		until := f.now().Add(10 * time.Minute)
+		for _, id := range []string{pending, stored} {
+			if err := f.ReserveHosted(ctx, f.owner, id, until, 2); err != nil {
+				t.Fatal(err)
+			}
+		}
+		now := f.now()
+		file := &File{ID: stored, OwnerID: f.owner, Name: "a.pdf", ContentType: "application/pdf",
+			Hosted: true, CreatedAt: now, ExpiresAt: now.Add(24 * time.Hour)}
+		if err := f.Put(ctx, file); err != nil {
+			t.Fatal(err)
+		}
+		f.advance(11 * time.Minute)
+		if n, _ := f.HostedCount(ctx, f.owner); n != 1 {
+			t.Fatalf("HostedCount = %d, want 1 (the stored file; the dead request's slot freed)", n)
+		}
+		if err := f.ReserveHosted(ctx, f.owner, ids.New(), f.now().Add(time.Minute), 2); err != nil {
+			t.Fatalf("the freed slot: %v", err)
+		}
+	})
+}
+
 func TestHostedSlotsConcurrent(t *testing.T) {
 	eachBackend(t, func(t *testing.T, f *fixture) {
 		var ok atomic.Int64

@@ -29,8 +29,9 @@ const (
 	// ImageSide bounds either side of an image, in pixels.
 	ImageSide = 32_768
 
-	// WatermarkImageBytes bounds the PNG of a watermark: it travels inside
-	// every job message of its request, and NATS refuses messages of 1 MiB.
+	// WatermarkImageBytes bounds the PNG of a watermark: every render of its
+	// request holds it in memory, and a worker reads no more of the stored
+	// image (jobs name it by blob key) than this.
 	WatermarkImageBytes = 512 << 10
 	// WatermarkImagePixels bounds the watermark PNG's width × height; it is
 	// decoded in full on every page stamp.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/docrender/docrender/pkg/invalid"
 	"github.com/docrender/docrender/proto/jobspb"
 )
 
@@ -317,6 +319,15 @@ const (
 // Admit refuses n more batch documents of account with ErrQueueFull when
 // they would take it past its share of the queue. Single renders are bounded
 // by the whole queue and the per-account concurrency limit.
+// BatchCapacity is the largest batch Admit can take from one account when
+// the queue holds at most maxJobs (0: no limit, any batch).
+func BatchCapacity(maxJobs int64) int {
+	if maxJobs <= 0 {
+		return math.MaxInt
+	}
+	return int(float64(maxJobs) * accountShare)
+}
+
 func (c *Conn) Admit(ctx context.Context, account string, n int) error {
 	limit := float64(c.maxJobs.Load())
 	if limit <= 0 {
@@ -336,6 +347,12 @@ func (c *Conn) Admit(ctx context.Context, account string, n int) error {
 	info, err := s.Info(ctx, jetstream.WithSubjectFilter(c.n.SubjectPrefix+"batch.*"))
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	if capacity := BatchCapacity(int64(limit)); n > capacity {
+		// Never admitted however long the client waits: not "retry".
+		return &invalid.Error{Field: "documents", Problem: fmt.Sprintf(
+			"at most %d documents of one account fit in the render queue at once (got %d)", capacity, n),
+			Hint: "Split the batch."}
 	}
 	var all uint64
 	for _, k := range info.State.Subjects {

@@ -40,8 +40,18 @@ type Store interface {
 	// the new value; ttl is applied when the key is created.
 	IncrBy(ctx context.Context, key string, delta int64, ttl time.Duration) (int64, error)
 	// Reserve adds n to the counter at key only if the result is at most
-	// limit, atomically; it returns the value after the call and whether it added.
-	Reserve(ctx context.Context, key string, n, limit int64, ttl time.Duration) (int64, bool, error)
+	// limit, atomically, as the charge named charge; it returns the counter
+	// after the call and whether the charge holds. A charge already taken
+	// adds nothing and reports true, so a call retried after a lost reply
+	// (a client timeout, a reconnect) charges once. The charge is remembered
+	// for chargeTTL; ttl applies to the counter when it is created.
+	Reserve(ctx context.Context, key, charge string, n, limit int64, ttl, chargeTTL time.Duration) (int64, bool, error)
+	// Refund gives back at most n of what charge added to the counter at
+	// key, once per part: a repeated call with the same part gives nothing
+	// more, and all parts together never give back more than the charge
+	// took. It returns how much it gave back (0 for an unknown or expired
+	// charge, or a counter that expired).
+	Refund(ctx context.Context, key, charge, part string, n int64) (int64, error)
 
 	// IndexAdd puts member into a sorted index with score (replacing its score).
 	IndexAdd(ctx context.Context, index, member string, score float64) error

@@ -3,12 +3,14 @@ package usage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/docrender/docrender/pkg/ids"
 	"github.com/docrender/docrender/pkg/state/boltstate"
 )
 
@@ -20,6 +22,11 @@ func newMeter(t *testing.T) *Meter {
 	}
 	t.Cleanup(func() { st.Close() })
 	return New(st)
+}
+
+// ask is a reservation of n within limit on "acct", under a new ID.
+func ask(n, limit int64) Ask {
+	return Ask{ID: ids.New(), Account: "acct", N: n, Limit: limit, Hold: time.Minute, Life: time.Hour}
 }
 
 func TestReserveAndRelease(t *testing.T) {
@@ -48,12 +55,12 @@ func TestReserveAndRelease(t *testing.T) {
 				var err error
 				if s.reserve > 0 {
 					var r Reservation
-					r, err = m.Reserve(ctx, "acct", s.reserve, tc.limit)
+					r, err = m.Reserve(ctx, ask(s.reserve, tc.limit))
 					if err == nil {
 						last = r
 					}
 				} else {
-					err = m.Release(ctx, last, s.release)
+					err = m.Release(ctx, last, fmt.Sprint("part", i), s.release)
 				}
 				var le *LimitError
 				if s.wantErr != errors.As(err, &le) || (!s.wantErr && err != nil) {
@@ -70,10 +77,10 @@ func TestReserveAndRelease(t *testing.T) {
 func TestLimitErrorSaysWhatIsUsed(t *testing.T) {
 	m := newMeter(t)
 	ctx := context.Background()
-	if _, err := m.Reserve(ctx, "acct", 4, 5); err != nil {
+	if _, err := m.Reserve(ctx, ask(4, 5)); err != nil {
 		t.Fatal(err)
 	}
-	_, err := m.Reserve(ctx, "acct", 3, 5)
+	_, err := m.Reserve(ctx, ask(3, 5))
 	var le *LimitError
 	if !errors.As(err, &le) || *le != (LimitError{Used: 4, Limit: 5, Need: 3}) {
 		t.Fatalf("err %#v, want used 4 of 5, need 3", err)
@@ -85,15 +92,15 @@ func TestReleaseGoesToTheMonthCharged(t *testing.T) {
 	m := newMeter(t)
 	ctx := context.Background()
 	m.now = func() time.Time { return time.Date(2026, 10, 31, 23, 59, 0, 0, time.UTC) }
-	r, err := m.Reserve(ctx, "acct", 2, 10)
+	r, err := m.Reserve(ctx, ask(2, 10))
 	if err != nil {
 		t.Fatal(err)
 	}
 	m.now = func() time.Time { return time.Date(2026, 11, 1, 0, 1, 0, 0, time.UTC) }
-	if _, err := m.Reserve(ctx, "acct", 1, 10); err != nil {
+	if _, err := m.Reserve(ctx, ask(1, 10)); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Release(ctx, r, 2); err != nil {
+	if err := m.Release(ctx, r, "all", 2); err != nil {
 		t.Fatal(err)
 	}
 	if used, _ := m.Used(ctx, "acct"); used != 1 {
@@ -107,11 +114,11 @@ func TestReleaseGoesToTheMonthCharged(t *testing.T) {
 
 func TestReleaseRefusesMoreThanReserved(t *testing.T) {
 	m := newMeter(t)
-	r, err := m.Reserve(context.Background(), "acct", 1, 10)
+	r, err := m.Reserve(context.Background(), ask(1, 10))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Release(context.Background(), r, 2); err == nil {
+	if err := m.Release(context.Background(), r, "all", 2); err == nil {
 		t.Fatal("giving back 2 of a reservation of 1 succeeded")
 	}
 }
@@ -125,7 +132,7 @@ func TestConcurrentReservesStopAtTheLimit(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := m.Reserve(context.Background(), "acct", 1, 20); err == nil {
+			if _, err := m.Reserve(context.Background(), ask(1, 20)); err == nil {
 				ok.Add(1)
 			}
 		}()

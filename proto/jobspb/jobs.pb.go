@@ -182,15 +182,19 @@ func (x *Page) GetPreferCssPageSize() bool {
 
 // Watermark is stamped on the finished PDF.
 type Watermark struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Text          string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
-	ImagePng      []byte                 `protobuf:"bytes,2,opt,name=image_png,json=imagePng,proto3" json:"image_png,omitempty"`
-	FontSize      float64                `protobuf:"fixed64,3,opt,name=font_size,json=fontSize,proto3" json:"font_size,omitempty"`
-	Color         string                 `protobuf:"bytes,4,opt,name=color,proto3" json:"color,omitempty"`
-	Opacity       float64                `protobuf:"fixed64,5,opt,name=opacity,proto3" json:"opacity,omitempty"`
-	Rotation      float64                `protobuf:"fixed64,6,opt,name=rotation,proto3" json:"rotation,omitempty"`
-	Position      string                 `protobuf:"bytes,7,opt,name=position,proto3" json:"position,omitempty"`
-	Pages         string                 `protobuf:"bytes,8,opt,name=pages,proto3" json:"pages,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Text     string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
+	ImagePng []byte                 `protobuf:"bytes,2,opt,name=image_png,json=imagePng,proto3" json:"image_png,omitempty"`
+	FontSize float64                `protobuf:"fixed64,3,opt,name=font_size,json=fontSize,proto3" json:"font_size,omitempty"`
+	Color    string                 `protobuf:"bytes,4,opt,name=color,proto3" json:"color,omitempty"`
+	Opacity  float64                `protobuf:"fixed64,5,opt,name=opacity,proto3" json:"opacity,omitempty"`
+	Rotation float64                `protobuf:"fixed64,6,opt,name=rotation,proto3" json:"rotation,omitempty"`
+	Position string                 `protobuf:"bytes,7,opt,name=position,proto3" json:"position,omitempty"`
+	Pages    string                 `protobuf:"bytes,8,opt,name=pages,proto3" json:"pages,omitempty"`
+	// Blob key of the PNG; set instead of image_png by gateways, so that a
+	// large image is stored once and not carried by every job of a request
+	// (image_png is still read, for jobs queued by an older gateway).
+	ImageKey      string `protobuf:"bytes,9,opt,name=image_key,json=imageKey,proto3" json:"image_key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -277,6 +281,13 @@ func (x *Watermark) GetPosition() string {
 func (x *Watermark) GetPages() string {
 	if x != nil {
 		return x.Pages
+	}
+	return ""
+}
+
+func (x *Watermark) GetImageKey() string {
+	if x != nil {
+		return x.ImageKey
 	}
 	return ""
 }
@@ -899,7 +910,7 @@ const file_jobs_proto_rawDesc = "" +
 	"\x10margin_bottom_in\x18\x05 \x01(\x01R\x0emarginBottomIn\x12$\n" +
 	"\x0emargin_left_in\x18\x06 \x01(\x01R\fmarginLeftIn\x12\x1c\n" +
 	"\tlandscape\x18\a \x01(\bR\tlandscape\x12/\n" +
-	"\x14prefer_css_page_size\x18\b \x01(\bR\x11preferCssPageSize\"\xd7\x01\n" +
+	"\x14prefer_css_page_size\x18\b \x01(\bR\x11preferCssPageSize\"\xf4\x01\n" +
 	"\tWatermark\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12\x1b\n" +
 	"\timage_png\x18\x02 \x01(\fR\bimagePng\x12\x1b\n" +
@@ -908,7 +919,8 @@ const file_jobs_proto_rawDesc = "" +
 	"\aopacity\x18\x05 \x01(\x01R\aopacity\x12\x1a\n" +
 	"\brotation\x18\x06 \x01(\x01R\brotation\x12\x1a\n" +
 	"\bposition\x18\a \x01(\tR\bposition\x12\x14\n" +
-	"\x05pages\x18\b \x01(\tR\x05pages\"\xc5\x01\n" +
+	"\x05pages\x18\b \x01(\tR\x05pages\x12\x1b\n" +
+	"\timage_key\x18\t \x01(\tR\bimageKey\"\xc5\x01\n" +
 	"\tRenderJob\x12#\n" +
 	"\rbundle_prefix\x18\x01 \x01(\tR\fbundlePrefix\x12\x14\n" +
 	"\x05files\x18\x02 \x03(\tR\x05files\x12\x14\n" +

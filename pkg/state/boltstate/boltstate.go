@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -183,7 +184,17 @@ func (s *Store) IncrBy(_ context.Context, key string, delta int64, ttl time.Dura
 	return n, err
 }
 
-func (s *Store) Reserve(_ context.Context, key string, n, limit int64, ttl time.Duration) (int64, bool, error) {
+// chargeRecord is what a charge remembers: what it took, what it gave
+// back, and the parts that gave back.
+type chargeRecord struct {
+	N     int64           `json:"n"`
+	R     int64           `json:"r"`
+	Parts map[string]bool `json:"p,omitempty"`
+}
+
+func chargeKey(counter, charge string) []byte { return []byte(counter + "#charge:" + charge) }
+
+func (s *Store) Reserve(_ context.Context, key, charge string, n, limit int64, ttl, chargeTTL time.Duration) (int64, bool, error) {
 	var val int64
 	var ok bool
 	err := s.update("reserve", key, func(tx *bolt.Tx) error {
@@ -192,13 +203,69 @@ func (s *Store) Reserve(_ context.Context, key string, n, limit int64, ttl time.
 			return err
 		}
 		val = cur
+		kv := tx.Bucket(bucketKV)
+		if _, taken := s.live(kv.Get(chargeKey(key, charge))); taken {
+			ok = true
+			return nil
+		}
 		if cur+n > limit {
 			return nil
 		}
 		val, ok = cur+n, true
+		rec, err := json.Marshal(chargeRecord{N: n})
+		if err != nil {
+			return err
+		}
+		if err := kv.Put(chargeKey(key, charge), s.encode(rec, max(chargeTTL, time.Millisecond))); err != nil {
+			return err
+		}
 		return s.putCounter(tx, key, val, hdr, ttl)
 	})
 	return val, ok, err
+}
+
+func (s *Store) Refund(_ context.Context, key, charge, part string, n int64) (int64, error) {
+	if n <= 0 {
+		return 0, nil
+	}
+	var given int64
+	err := s.update("refund", key, func(tx *bolt.Tx) error {
+		kv := tx.Bucket(bucketKV)
+		raw := kv.Get(chargeKey(key, charge))
+		v, ok := s.live(raw)
+		if !ok {
+			return nil
+		}
+		var rec chargeRecord
+		if err := json.Unmarshal(v, &rec); err != nil {
+			return fmt.Errorf("charge record: %w", err)
+		}
+		cur, hdr, err := s.counter(tx, key)
+		// A counter that expired is not created again with a negative count.
+		if err != nil || hdr == nil || rec.Parts[part] {
+			return err
+		}
+		given = min(n, rec.N-rec.R)
+		if given <= 0 {
+			given = 0
+			return nil
+		}
+		rec.R += given
+		if rec.Parts == nil {
+			rec.Parts = map[string]bool{}
+		}
+		rec.Parts[part] = true
+		b, err := json.Marshal(rec)
+		if err != nil {
+			return err
+		}
+		// The record keeps its expiry (the first 8 bytes of the entry).
+		if err := kv.Put(chargeKey(key, charge), append(bytes.Clone(raw[:8]), b...)); err != nil {
+			return err
+		}
+		return s.putCounter(tx, key, cur-given, hdr, 0)
+	})
+	return given, err
 }
 
 // sortable encodes a float so that byte order equals numeric order.

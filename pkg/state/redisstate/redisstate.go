@@ -113,7 +113,14 @@ func (s *Store) IncrBy(ctx context.Context, key string, delta int64, ttl time.Du
 	return v, wrap("incr", key, err)
 }
 
+// chargeKey is the record of one charge: a hash of n (taken), r (given
+// back so far) and one p:<part> field per part given back.
+func chargeKey(counter, charge string) string { return counter + "#charge:" + charge }
+
 var reserveScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  return {tonumber(redis.call('GET', KEYS[1]) or '0'), 1}
+end
 local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
 local n = tonumber(ARGV[1])
 if cur + n > tonumber(ARGV[2]) then return {cur, 0} end
@@ -121,14 +128,38 @@ local v = redis.call('INCRBY', KEYS[1], n)
 if tonumber(ARGV[3]) > 0 and redis.call('PTTL', KEYS[1]) < 0 then
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
 end
+redis.call('HSET', KEYS[2], 'n', n, 'r', 0)
+redis.call('PEXPIRE', KEYS[2], ARGV[4])
 return {v, 1}`)
 
-func (s *Store) Reserve(ctx context.Context, key string, n, limit int64, ttl time.Duration) (int64, bool, error) {
-	res, err := reserveScript.Run(ctx, s.rdb, []string{s.k(key)}, n, limit, ttlMillis(ttl)).Int64Slice()
+func (s *Store) Reserve(ctx context.Context, key, charge string, n, limit int64, ttl, chargeTTL time.Duration) (int64, bool, error) {
+	keys := []string{s.k(key), s.k(chargeKey(key, charge))}
+	res, err := reserveScript.Run(ctx, s.rdb, keys, n, limit, ttlMillis(ttl), max(ttlMillis(chargeTTL), 1)).Int64Slice()
 	if err != nil {
 		return 0, false, wrap("reserve", key, err)
 	}
 	return res[0], res[1] == 1, nil
+}
+
+// refundScript never creates the counter: giving back to a month whose
+// counter expired would leave a negative count behind.
+var refundScript = redis.NewScript(`
+local n = tonumber(redis.call('HGET', KEYS[2], 'n') or '0')
+if n <= 0 or redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if redis.call('HSETNX', KEYS[2], 'p:' .. ARGV[1], 1) == 0 then return 0 end
+local m = math.min(tonumber(ARGV[2]), n - tonumber(redis.call('HGET', KEYS[2], 'r') or '0'))
+if m <= 0 then return 0 end
+redis.call('HINCRBY', KEYS[2], 'r', m)
+redis.call('DECRBY', KEYS[1], m)
+return m`)
+
+func (s *Store) Refund(ctx context.Context, key, charge, part string, n int64) (int64, error) {
+	if n <= 0 {
+		return 0, nil
+	}
+	keys := []string{s.k(key), s.k(chargeKey(key, charge))}
+	v, err := refundScript.Run(ctx, s.rdb, keys, part, n).Int64()
+	return v, wrap("refund", key, err)
 }
 
 func (s *Store) IndexAdd(ctx context.Context, index, member string, score float64) error {

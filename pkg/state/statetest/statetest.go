@@ -86,11 +86,11 @@ func Run(t *testing.T, s state.Store) {
 		{"reserve never exceeds limit", func(t *testing.T) {
 			var granted atomic.Int64
 			var wg sync.WaitGroup
-			for range 50 {
+			for i := range 50 {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					_, ok, err := s.Reserve(ctx, p+"quota", 3, 100, time.Hour)
+					_, ok, err := s.Reserve(ctx, p+"quota", fmt.Sprint("c", i), 3, 100, time.Hour, time.Hour)
 					if err != nil {
 						t.Error(err)
 					}
@@ -103,17 +103,72 @@ func Run(t *testing.T, s state.Store) {
 			if granted.Load() != 99 {
 				t.Fatalf("granted %d, want 99 (33 reservations of 3 within 100)", granted.Load())
 			}
-			v, ok, err := s.Reserve(ctx, p+"quota", 1, 100, time.Hour)
+			v, ok, err := s.Reserve(ctx, p+"quota", "last", 1, 100, time.Hour, time.Hour)
 			if err != nil || !ok || v != 100 {
 				t.Fatalf("last unit: %d %v %v", v, ok, err)
 			}
-			v, ok, err = s.Reserve(ctx, p+"quota", 1, 100, time.Hour)
+			v, ok, err = s.Reserve(ctx, p+"quota", "over", 1, 100, time.Hour, time.Hour)
 			if err != nil || ok || v != 100 {
 				t.Fatalf("over the limit: %d %v %v", v, ok, err)
 			}
 			// Giving back is a negative IncrBy.
 			if v, err := s.IncrBy(ctx, p+"quota", -10, 0); err != nil || v != 90 {
 				t.Fatalf("give back: %d %v", v, err)
+			}
+		}},
+		{"a charge is taken and given back once", func(t *testing.T) {
+			for range 3 { // a retried call charges once
+				v, ok, err := s.Reserve(ctx, p+"q", "job1", 5, 10, time.Hour, time.Hour)
+				if err != nil || !ok || v != 5 {
+					t.Fatalf("reserve job1 = %d %v %v, want 5 true", v, ok, err)
+				}
+			}
+			if v, ok, err := s.Reserve(ctx, p+"q", "job2", 6, 10, time.Hour, time.Hour); err != nil || ok || v != 5 {
+				t.Fatalf("over the limit = %d %v %v, want 5 false", v, ok, err)
+			}
+			// A refused charge is not remembered: it may be taken once there is room.
+			if v, ok, err := s.Reserve(ctx, p+"q", "job2", 5, 10, time.Hour, time.Hour); err != nil || !ok || v != 10 {
+				t.Fatalf("job2 = %d %v %v, want 10 true", v, ok, err)
+			}
+			refunds := []struct {
+				charge, part string
+				n, want      int64
+			}{
+				{"job1", "doc:1", 1, 1},
+				{"job1", "doc:1", 1, 0}, // the same part again
+				{"job1", "doc:2", 1, 1},
+				{"job1", "all", 5, 3}, // only what is left of 5
+				{"job1", "expired", 5, 0},
+				{"unknown", "all", 5, 0},
+				{"job2", "all", 0, 0},
+			}
+			for _, r := range refunds {
+				got, err := s.Refund(ctx, p+"q", r.charge, r.part, r.n)
+				if err != nil || got != r.want {
+					t.Fatalf("refund %s/%s %d = %d %v, want %d", r.charge, r.part, r.n, got, err, r.want)
+				}
+			}
+			if v, _ := s.IncrBy(ctx, p+"q", 0, 0); v != 5 {
+				t.Fatalf("counter = %d, want 5 (job2 only)", v)
+			}
+			// A charge is forgotten after its ttl: the id may charge again.
+			if _, ok, err := s.Reserve(ctx, p+"q2", "short", 1, 10, time.Hour, 300*time.Millisecond); err != nil || !ok {
+				t.Fatal(ok, err)
+			}
+			time.Sleep(400 * time.Millisecond)
+			if v, _, _ := s.Reserve(ctx, p+"q2", "short", 1, 10, time.Hour, time.Hour); v != 2 {
+				t.Fatalf("after the charge expired = %d, want 2", v)
+			}
+			// A refund never brings back a counter that expired.
+			if _, _, err := s.Reserve(ctx, p+"q3", "c", 2, 10, 300*time.Millisecond, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(400 * time.Millisecond)
+			if got, err := s.Refund(ctx, p+"q3", "c", "all", 2); err != nil || got != 0 {
+				t.Fatalf("refund to an expired counter = %d %v", got, err)
+			}
+			if _, err := s.Get(ctx, p+"q3"); !errors.Is(err, state.ErrNotFound) {
+				t.Fatalf("expired counter came back: %v", err)
 			}
 		}},
 		{"index order and paging", func(t *testing.T) {
