@@ -207,3 +207,36 @@ func TestPlanLimitsFromEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// TestReservationOfADeadGatewayIsGivenBack: a conversion reserved by a
+// request whose gateway died (nothing kept it nor gave it back) comes back
+// once its hold has passed: every gateway's sweeper gives back pending
+// reservations, once. A reservation that was kept stays.
+func TestReservationOfADeadGatewayIsGivenBack(t *testing.T) {
+	svc := startService(t, func(cfg *configT) { cfg.SweepInterval = 200 * time.Millisecond })
+	c := newClient(t, svc)
+	acct := svc.App.Server.Accounts()
+	u, err := acct.User(t.Context(), c.UserID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As runCharged takes them; the request that took "dead" never ends.
+	if _, err := acct.ReserveConversions(t.Context(), u, "job-of-a-dead-gateway", 2, time.Second, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	kept, err := acct.ReserveConversions(t.Context(), u, "job-that-succeeded", 1, time.Second, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := acct.CommitConversions(t.Context(), kept); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.usage(); got != 3 {
+		t.Fatalf("used %d, want 3 while the reservations are held", got)
+	}
+	eventually(t, 10*time.Second, "the dead gateway's reservation given back", func() bool { return c.usage() == 1 })
+	time.Sleep(time.Second) // more sweeps give back nothing more
+	if got := c.usage(); got != 1 {
+		t.Fatalf("used %d after more sweeps, want 1 (the kept one)", got)
+	}
+}

@@ -27,7 +27,8 @@ func (w *Worker) handleRender(ctx context.Context, job *jobspb.Job, rj *jobspb.R
 	if timeout <= 0 {
 		timeout = w.cfg.RenderTimeout
 	}
-	pdf, err := w.renderer.Render(ctx, b, rj.Entry, rj.Page, timeout)
+	out, err := w.renderer.Render(ctx, b, rj, timeout)
+	pdf := out.PDF
 	var bad *render.InputError
 	switch {
 	case errors.As(err, &bad):

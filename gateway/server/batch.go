@@ -83,12 +83,18 @@ type batchRequest struct {
 type batchDocument struct {
 	FileName    *string `json:"fileName"`
 	HTMLContent *string `json:"htmlContent"`
+	// A document's own print options (DESIGN §6) replace the batch's.
+	pdfopts.PrintRaw
 }
 
 // batchPlan is a validated batch request.
 type batchPlan struct {
 	fileNames []string
 	html      []string
+	// own is each document's print options where it has its own (else nil).
+	own []*pdfopts.PrintOptions
+	// base is the batch's options as sent, under each document's own.
+	base pdfopts.PrintRaw
 	name      string
 	opts      pdfopts.Options
 	stream    bool
@@ -112,14 +118,14 @@ func (b *batchAPI) parseBatch(c echo.Context, u *account.User) (*batchPlan, erro
 			plan.MaxBatch, plan.Name, len(req.Documents))).WithHint("Split the batch, or change plan.")
 	}
 	p := &batchPlan{stream: req.Stream != nil && *req.Stream}
-	if err := p.readDocuments(req.Documents); err != nil {
+	if err := p.readOptions(req.Options, b.s.Config.RenderTimeout); err != nil {
+		return nil, err
+	}
+	if err := p.readDocuments(req.Documents, b.s.Config.RenderTimeout); err != nil {
 		return nil, err
 	}
 	var err error
 	if p.name, err = batchName(req.BatchName); err != nil {
-		return nil, err
-	}
-	if err := p.readOptions(req.Options); err != nil {
 		return nil, err
 	}
 	p.host = p.opts.Host || (req.Host != nil && *req.Host)
@@ -134,9 +140,10 @@ func (b *batchAPI) parseBatch(c echo.Context, u *account.User) (*batchPlan, erro
 	return p, nil
 }
 
-func (p *batchPlan) readDocuments(docs []batchDocument) error {
+func (p *batchPlan) readDocuments(docs []batchDocument, renderTimeout time.Duration) error {
 	p.fileNames = make([]string, len(docs))
 	p.html = make([]string, len(docs))
+	p.own = make([]*pdfopts.PrintOptions, len(docs))
 	for i, d := range docs {
 		field := fmt.Sprintf("documents[%d]", i)
 		if d.FileName == nil || strings.TrimSpace(*d.FileName) == "" {
@@ -154,13 +161,24 @@ func (p *batchPlan) readDocuments(docs []batchDocument) error {
 			return apierr.Invalid(field+".htmlContent", "is required")
 		}
 		p.fileNames[i], p.html[i] = name, *d.HTMLContent
+		if !d.PrintRaw.IsZero() {
+			own, err := d.PrintRaw.Over(p.base).Validate(renderTimeout)
+			if err != nil {
+				var bad *invalid.Error
+				if errors.As(err, &bad) {
+					return apierr.Invalid(field+"."+bad.Field, bad.Problem).WithHint(bad.Hint)
+				}
+				return err
+			}
+			p.own[i] = &own
+		}
 	}
 	return nil
 }
 
 // readOptions validates the options applied to every document (spec 2.1).
 // A webhook may also be given inside options.
-func (p *batchPlan) readOptions(raw json.RawMessage) error {
+func (p *batchPlan) readOptions(raw json.RawMessage, renderTimeout time.Duration) error {
 	var r pdfopts.Raw
 	var extra struct {
 		Webhook *batch.Webhook `json:"webhook"`
@@ -174,9 +192,10 @@ func (p *batchPlan) readOptions(raw json.RawMessage) error {
 		}
 	}
 	var err error
-	if p.opts, err = r.Validate("document"); err != nil {
+	if p.opts, err = r.Validate("document", renderTimeout); err != nil {
 		return err
 	}
+	p.base = r.PrintRaw
 	p.webhook = extra.Webhook
 	return nil
 }
@@ -238,7 +257,7 @@ func (b *batchAPI) start(c echo.Context, u *account.User, p *batchPlan) (*batch.
 	rec := &batch.Record{
 		ID: id, OwnerID: u.ID, RequestID: requestID(c), Name: p.name, Total: len(p.html),
 		Host: p.host, UserType: p.opts.UserType, ZipID: id, BaseURL: b.s.Config.BaseURL,
-		Retention: plan.Retention, CreatedAt: now, Webhook: p.webhook,
+		Retention: plan.Retention, CreatedAt: now, Webhook: p.webhook, Report: p.opts.Report,
 	}
 	if p.host {
 		rec.ZipID, rec.HostedExpiresAt = ids.New(), now.Add(plan.Retention)
@@ -264,9 +283,10 @@ func (b *batchAPI) start(c echo.Context, u *account.User, p *batchPlan) (*batch.
 	names := batch.EntryNames(p.fileNames)
 	docs := make([]batch.Document, len(names))
 	for i := range docs {
-		docs[i] = batch.Document{EntryName: names[i], HTML: p.html[i]}
+		docs[i] = batch.Document{EntryName: names[i], HTML: p.html[i], Own: p.own[i]}
 	}
-	render := &jobspb.RenderJob{Page: p.opts.Page, Watermark: p.opts.Watermark}
+	render := &jobspb.RenderJob{Page: p.opts.Page, Watermark: p.opts.Watermark,
+		Print: p.opts.Print, Info: p.opts.Info, Encryption: p.opts.Encryption}
 	if err := b.tracker.Submit(ctx, rec, docs, render, b.s.Config.RenderTimeout); err != nil {
 		return nil, err
 	}

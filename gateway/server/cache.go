@@ -26,11 +26,12 @@ const (
 
 // inputHashVersion changes whenever what goes into the hash changes, so old
 // entries miss instead of matching on a different recipe.
-const inputHashVersion = "v1"
+const inputHashVersion = "v2"
 
 // inputHash is the cache key of a generate request (DESIGN §4.1): every
 // uploaded file's name and bytes, the entry file, and the normalised options.
-// Besides what shapes the PDF (page, watermark), the hash covers what shapes
+// Besides what shapes the PDF (page, watermark, the print options of DESIGN
+// §6), the hash covers what shapes
 // the stored answer (fileName, userType, host): a hit must return a file
 // whose name, access and hosting are what this request asked for.
 // regenerate and the caching ID itself are not inputs.
@@ -50,7 +51,13 @@ func inputHash(up *upload, entry string, opts pdfopts.Options) string {
 		Watermark *jobspb.Watermark `json:"watermark"`
 		UserType  string            `json:"userType"`
 		Host      bool              `json:"host"`
-	}{inputHashVersion, nil, entry, opts.FileName, opts.Page, opts.Watermark, opts.UserType, opts.Host}
+		// DESIGN §6: how it is printed, checked, described and locked.
+		Print      *jobspb.Print      `json:"print"`
+		Info       *jobspb.DocInfo    `json:"info"`
+		Encryption *jobspb.Encryption `json:"encryption"`
+		Fetch      *jobspb.PageURL    `json:"fetch"`
+	}{inputHashVersion, nil, entry, opts.FileName, opts.Page, opts.Watermark, opts.UserType, opts.Host,
+		opts.Print, opts.Info, opts.Encryption, opts.Fetch}
 	for _, f := range fs {
 		in.Files = append(in.Files, fileSum{f.Name, hex.EncodeToString(f.SHA256)})
 	}
@@ -88,7 +95,7 @@ func (s *Server) prepareGenerate(c echo.Context, u *account.User, up *upload, en
 			if f != nil {
 				logger(c).Info("cache hit", "document_id", spec.DocumentID, "file", f.ID)
 				sg.cache = "HIT"
-				return nil, true, s.answerStored(c, sg, f)
+				return nil, true, s.answerStored(c, sg, f, nil)
 			}
 		}
 		if spec.Replaces, err = s.files.PreviousCache(ctx, u.ID, spec.DocumentID); err != nil {
@@ -118,18 +125,19 @@ func (s *Server) finishGenerate(c echo.Context, sg *storedGenerate, res *jobspb.
 	if err != nil {
 		return err
 	}
-	return s.answerStored(c, sg, f)
+	return s.answerStored(c, sg, f, res.Report)
 }
 
 // answerStored answers with a stored file: spec 2.2 when hosted, else its bytes.
-func (s *Server) answerStored(c echo.Context, sg *storedGenerate, f *files.File) error {
+// r is the render report when the file was rendered for this answer (nil on a hit).
+func (s *Server) answerStored(c echo.Context, sg *storedGenerate, f *files.File, r *jobspb.Report) error {
 	h := c.Response().Header()
 	if sg.cache != "" {
 		h.Set(headerCache, sg.cache)
 	}
 	h.Set(headerPdfID, f.ID)
 	if sg.host {
-		return s.hostedResponse(c, f)
+		return s.hostedResponse(c, f, r)
 	}
 	return s.sendBlob(c, blob.FileKey(f.ID), f.Name, f.ContentType, "attachment")
 }

@@ -46,10 +46,11 @@ func (s *Server) generate(c echo.Context) error {
 		e.Extra = map[string]any{"receivedFiles": up.files}
 		return e
 	}
-	opts, err := pdfopts.ParseJSON(up.options, "document")
+	opts, err := pdfopts.ParseJSON(up.options, "document", s.Config.RenderTimeout)
 	if err != nil {
 		return err
 	}
+	opts.MakeRoom(up.has(pdfopts.HeaderFile), up.has(pdfopts.FooterFile))
 	// host and caching IDs (hosted.go, cache.go): a cache hit is answered
 	// here; a stored result is written straight to its files/<id> key.
 	sg, done, err := s.prepareGenerate(c, u, up, entry, opts)
@@ -68,12 +69,14 @@ func (s *Server) generate(c echo.Context) error {
 	}
 	job.Kind = &jobspb.Job_Render{Render: &jobspb.RenderJob{
 		BundlePrefix: prefix, Files: up.names(), Entry: entry, Page: opts.Page, Watermark: wm,
+		Print: opts.Print, Info: opts.Info, Encryption: opts.Encryption,
 	}}
 	res, err := s.runCharged(ctx, u, job)
 	if err != nil {
 		sg.abandon(c)
 		return err
 	}
+	setReportHeader(c, res.Report)
 	if sg != nil {
 		return s.finishGenerate(c, sg, res)
 	}

@@ -107,6 +107,8 @@ func resultError(res *jobspb.Result) error {
 		return nil
 	case jobspb.ErrorKind_ERROR_KIND_BAD_INPUT:
 		return apierr.Bad("%s", res.ErrorMessage)
+	case jobspb.ErrorKind_ERROR_KIND_CHECK_FAILED:
+		return checkFailed(res)
 	case jobspb.ErrorKind_ERROR_KIND_TIMEOUT:
 		return apierr.New(http.StatusInternalServerError, res.ErrorMessage).
 			WithHint("Make the page finish loading sooner, or remove scripts that never end.")

@@ -29,6 +29,9 @@ type mergeOptions struct {
 	Host      *bool           `json:"host"`
 	UserType  *string         `json:"userType"`
 	Watermark json.RawMessage `json:"watermark"`
+	// DESIGN §6: metadata and encryption apply to a merge too.
+	Metadata   json.RawMessage `json:"metadata"`
+	Encryption json.RawMessage `json:"encryption"`
 }
 
 // mergeRequest is a validated merge.
@@ -38,6 +41,8 @@ type mergeRequest struct {
 	host        bool
 	userType    string
 	watermark   *jobspb.Watermark
+	info        *jobspb.DocInfo
+	encryption  *jobspb.Encryption
 }
 
 // merge is POST /pdf/merge (spec 4.2): the uploaded PDFs, in upload order,
@@ -78,7 +83,7 @@ func (s *Server) merge(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.hostedResponse(c, f)
+	return s.hostedResponse(c, f, res.Report)
 }
 
 // headerPages carries the page count of a merged PDF.
@@ -92,7 +97,7 @@ func (s *Server) runMerge(ctx context.Context, u *account.User, job *jobspb.Job,
 		return nil, err
 	}
 	job.Kind = &jobspb.Job_Merge{Merge: &jobspb.MergeJob{
-		InputKeys: req.keys, InputNames: req.names, Watermark: wm,
+		InputKeys: req.keys, InputNames: req.names, Watermark: wm, Info: req.info, Encryption: req.encryption,
 	}}
 	return s.runCharged(ctx, u, job)
 }
@@ -240,6 +245,12 @@ func (up *mergeUpload) parseOptions() error {
 	}
 	up.host = raw.Host != nil && *raw.Host
 	if up.userType, err = pdfopts.UserType(raw.UserType); err != nil {
+		return err
+	}
+	if up.info, err = pdfopts.ParseMetadata(raw.Metadata); err != nil {
+		return err
+	}
+	if up.encryption, err = pdfopts.ParseEncryption(raw.Encryption); err != nil {
 		return err
 	}
 	up.watermark, err = pdfopts.ParseWatermark(raw.Watermark)

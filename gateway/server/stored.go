@@ -13,6 +13,7 @@ import (
 	"github.com/docrender/docrender/pkg/blob"
 	"github.com/docrender/docrender/pkg/files"
 	"github.com/docrender/docrender/pkg/ids"
+	"github.com/docrender/docrender/proto/jobspb"
 )
 
 // fileURL is the public address of a stored file (spec 2.2).
@@ -151,9 +152,13 @@ type hostedResult struct {
 	URL       string `json:"url"`
 	PdfID     string `json:"pdfId"`
 	ExpiresAt string `json:"expiresAt"`
+	// Report is the render report (DESIGN §6) of a file just rendered.
+	Report *reportBody `json:"report,omitempty"`
 }
 
-// hostedResponse answers with spec 2.2 for a stored file.
-func (s *Server) hostedResponse(c echo.Context, f *files.File) error {
-	return c.JSON(http.StatusOK, hostedResult{URL: s.fileURL(f.ID), PdfID: f.ID, ExpiresAt: apitime.Format(f.ExpiresAt)})
+// hostedResponse answers with spec 2.2 for a stored file, and the report
+// of its render when it was rendered for this answer.
+func (s *Server) hostedResponse(c echo.Context, f *files.File, r *jobspb.Report) error {
+	return c.JSON(http.StatusOK, hostedResult{URL: s.fileURL(f.ID), PdfID: f.ID, ExpiresAt: apitime.Format(f.ExpiresAt),
+		Report: newReportBody(r)})
 }

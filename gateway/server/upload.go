@@ -18,6 +18,7 @@ import (
 
 	"github.com/docrender/docrender/gateway/server/apierr"
 	"github.com/docrender/docrender/pkg/blob"
+	"github.com/docrender/docrender/pkg/pdfopts"
 	"github.com/docrender/docrender/pkg/invalid"
 )
 
@@ -156,11 +157,22 @@ func (u *upload) entryFile() string {
 	}
 	for _, f := range u.files {
 		ext := strings.ToLower(path.Ext(f.Name))
-		if ext == ".html" || ext == ".htm" {
+		if (ext == ".html" || ext == ".htm") && !pdfopts.IsMarginFile(f.Name) {
 			return f.Name
 		}
 	}
 	return ""
+}
+
+
+// has reports whether a file of that name was uploaded.
+func (u *upload) has(name string) bool {
+	for _, f := range u.files {
+		if f.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 func (u *upload) names() []string {

@@ -32,6 +32,7 @@ import (
 	"github.com/docrender/docrender/pkg/files"
 	"github.com/docrender/docrender/pkg/ids"
 	"github.com/docrender/docrender/pkg/metrics"
+	"github.com/docrender/docrender/pkg/pdfopts"
 	"github.com/docrender/docrender/pkg/state"
 	"github.com/docrender/docrender/pkg/usage"
 	"github.com/docrender/docrender/proto/jobspb"
@@ -79,6 +80,8 @@ type Record struct {
 	HostedExpiresAt time.Time `json:"hostedExpiresAt,omitzero"`
 	CreatedAt       time.Time `json:"createdAt"`
 	Webhook         *Webhook  `json:"webhook,omitempty"`
+	// Report puts report.json, one entry per document, into the ZIP (DESIGN §6).
+	Report bool `json:"report,omitempty"`
 }
 
 // Progress is the progress record of spec 2.5.
@@ -182,6 +185,9 @@ type Document struct {
 	// EntryName is its name in the ZIP (EntryNames).
 	EntryName string
 	HTML      string
+	// Own is the document's own print options (DESIGN §6, its fields over
+	// the batch's options); nil: the batch's.
+	Own *pdfopts.PrintOptions
 }
 
 // Submit starts r, whose conversions (r.Charge) and, with r.Host, hosted
@@ -232,8 +238,13 @@ func (t *Tracker) Submit(ctx context.Context, r *Record, docs []Document, render
 				Render: &jobspb.RenderJob{
 					BundlePrefix: blob.BatchInputs(r.ID, i), Files: []string{"index.html"}, Entry: "index.html",
 					Page: render.GetPage(), Watermark: wm,
+					Print: render.GetPrint(), Info: render.GetInfo(), Encryption: render.GetEncryption(),
 				},
 			}},
+		}
+		if own := docs[i].Own; own != nil {
+			rj := job.GetBatchDocument().Render
+			rj.Print, rj.Info, rj.Encryption = own.Print, own.Info, own.Encryption
 		}
 		if err := t.q.Publish(ctx, job); err != nil {
 			t.refused(ctx, r, i, err)

@@ -12,9 +12,12 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
+	"unicode"
 
 	"github.com/docrender/docrender/pkg/filename"
 	"github.com/docrender/docrender/pkg/invalid"
@@ -38,6 +41,7 @@ type Raw struct {
 	Regenerate        *bool           `json:"regenerate"`
 	UserType          *string         `json:"userType"`
 	Watermark         json.RawMessage `json:"watermark"`
+	PrintRaw
 }
 
 // Options is the validated result.
@@ -50,6 +54,28 @@ type Options struct {
 	// UserType is "guest" or "registered"; empty means absent (public).
 	UserType  string
 	Watermark *jobspb.Watermark
+	PrintOptions
+	// marginGiven: the client set the margins; else a header or footer
+	// gets room (MakeRoom).
+	marginGiven bool
+}
+
+// marginBoxIn is the top or bottom margin a header or footer gets when the
+// client did not set the margins: room for a line or two of small text.
+const marginBoxIn = 0.8
+
+// MakeRoom widens default margins for a header (top) and footer (bottom).
+// Margins the client set are kept as they are.
+func (o *Options) MakeRoom(header, footer bool) {
+	if o.marginGiven || o.Page == nil {
+		return
+	}
+	if header {
+		o.Page.MarginTopIn = max(o.Page.MarginTopIn, marginBoxIn)
+	}
+	if footer {
+		o.Page.MarginBottomIn = max(o.Page.MarginBottomIn, marginBoxIn)
+	}
 }
 
 // Public reports whether anyone with the ID may read the stored file (DESIGN §4.4).
@@ -71,14 +97,15 @@ const (
 )
 
 // ParseJSON parses the options form field; empty means all defaults.
-func ParseJSON(s string, defaultName string) (Options, error) {
+// renderTimeout bounds the waits (DESIGN §6).
+func ParseJSON(s string, defaultName string, renderTimeout time.Duration) (Options, error) {
 	var raw Raw
 	if strings.TrimSpace(s) != "" {
 		if err := Decode([]byte(s), &raw); err != nil {
 			return Options{}, err
 		}
 	}
-	return raw.Validate(defaultName)
+	return raw.Validate(defaultName, renderTimeout)
 }
 
 // Decode unmarshals JSON into v, turning type errors into 400s naming the field.
@@ -87,7 +114,7 @@ func Decode(data []byte, v any) error {
 	if err := dec.Decode(v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			return invalid.Field(te.Field, "expected "+te.Type.String())
+			return invalid.Field(jsonPath(te.Field), "expected "+typeName(te.Type))
 		}
 		return invalid.Input("Invalid JSON: %v", err).WithHint("Send a JSON object.")
 	}
@@ -98,7 +125,7 @@ func Decode(data []byte, v any) error {
 }
 
 // Validate checks every field and applies the defaults.
-func (r Raw) Validate(defaultName string) (Options, error) {
+func (r Raw) Validate(defaultName string, renderTimeout time.Duration) (Options, error) {
 	var o Options
 	var err error
 	if o.FileName, err = FileName(r.FileName, defaultName); err != nil {
@@ -118,6 +145,11 @@ func (r Raw) Validate(defaultName string) (Options, error) {
 	if o.Watermark, err = ParseWatermark(r.Watermark); err != nil {
 		return o, err
 	}
+	if o.PrintOptions, err = r.PrintRaw.Validate(renderTimeout); err != nil {
+		return o, err
+	}
+	o.marginGiven = !isNull(r.Margin)
+	o.MakeRoom(o.Print.HeaderTemplate != "", o.Print.FooterTemplate != "")
 	return o, nil
 }
 
@@ -448,4 +480,37 @@ func ParseWatermark(raw json.RawMessage) (*jobspb.Watermark, error) {
 		w.Pages = strings.ToLower(strings.ReplaceAll(*r.Pages, " ", ""))
 	}
 	return w, nil
+}
+
+// jsonPath is a decode error's field path without the Go names of embedded
+// structs (PrintRaw.scale → scale): the client knows only the JSON names.
+func jsonPath(field string) string {
+	parts := strings.Split(field, ".")
+	out := parts[:0]
+	for _, p := range parts {
+		if p != "" && unicode.IsUpper(rune(p[0])) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return strings.Join(out, ".")
+}
+
+// typeName says a Go type as the JSON type a client would send.
+func typeName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Float32, reflect.Float64, reflect.Int, reflect.Int32, reflect.Int64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice:
+		return "a list"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Pointer:
+		return typeName(t.Elem())
+	}
+	return t.String()
 }

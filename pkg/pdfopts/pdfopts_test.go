@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/docrender/docrender/pkg/invalid"
 	"github.com/docrender/docrender/pkg/limits"
@@ -112,7 +113,7 @@ func TestParseJSON(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			o, err := ParseJSON(tc.in, "document")
+			o, err := ParseJSON(tc.in, "document", 30*time.Second)
 			if tc.field == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -143,7 +144,7 @@ func FuzzParseJSON(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		o, err := ParseJSON(s, "document")
+		o, err := ParseJSON(s, "document", 30*time.Second)
 		if err != nil {
 			var bad *invalid.Error
 			if !errors.As(err, &bad) {

@@ -34,6 +34,9 @@ const (
 	ErrorKind_ERROR_KIND_TIMEOUT ErrorKind = 2
 	// The input itself is unusable (a corrupt PDF, say): a 4xx for the client.
 	ErrorKind_ERROR_KIND_BAD_INPUT ErrorKind = 3
+	// A check the client asked for failed (failOnConsoleErrors,
+	// failOnResourceErrors): 422, the report says what.
+	ErrorKind_ERROR_KIND_CHECK_FAILED ErrorKind = 4
 )
 
 // Enum value maps for ErrorKind.
@@ -43,12 +46,14 @@ var (
 		1: "ERROR_KIND_INTERNAL",
 		2: "ERROR_KIND_TIMEOUT",
 		3: "ERROR_KIND_BAD_INPUT",
+		4: "ERROR_KIND_CHECK_FAILED",
 	}
 	ErrorKind_value = map[string]int32{
-		"ERROR_KIND_NONE":      0,
-		"ERROR_KIND_INTERNAL":  1,
-		"ERROR_KIND_TIMEOUT":   2,
-		"ERROR_KIND_BAD_INPUT": 3,
+		"ERROR_KIND_NONE":         0,
+		"ERROR_KIND_INTERNAL":     1,
+		"ERROR_KIND_TIMEOUT":      2,
+		"ERROR_KIND_BAD_INPUT":    3,
+		"ERROR_KIND_CHECK_FAILED": 4,
 	}
 )
 
@@ -292,7 +297,447 @@ func (x *Watermark) GetImageKey() string {
 	return ""
 }
 
-// RenderJob turns an uploaded HTML bundle into a PDF.
+// Print is how a page is printed and checked beyond its size (DESIGN §6),
+// validated by pdfopts. Every zero value is the default, so a job from an
+// older gateway (no Print) prints as before.
+type Print struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// HTML of the header and footer; empty: none, or the bundle's
+	// header.html / footer.html when it has them.
+	HeaderTemplate    string `protobuf:"bytes,1,opt,name=header_template,json=headerTemplate,proto3" json:"header_template,omitempty"`
+	FooterTemplate    string `protobuf:"bytes,2,opt,name=footer_template,json=footerTemplate,proto3" json:"footer_template,omitempty"`
+	WaitForSelector   string `protobuf:"bytes,3,opt,name=wait_for_selector,json=waitForSelector,proto3" json:"wait_for_selector,omitempty"`
+	WaitForExpression string `protobuf:"bytes,4,opt,name=wait_for_expression,json=waitForExpression,proto3" json:"wait_for_expression,omitempty"`
+	WaitDelayMs       int64  `protobuf:"varint,5,opt,name=wait_delay_ms,json=waitDelayMs,proto3" json:"wait_delay_ms,omitempty"`
+	// CSS media type "screen" instead of "print".
+	MediaScreen bool `protobuf:"varint,6,opt,name=media_screen,json=mediaScreen,proto3" json:"media_screen,omitempty"`
+	// 0 means 1.
+	Scale float64 `protobuf:"fixed64,7,opt,name=scale,proto3" json:"scale,omitempty"`
+	// Chromium's syntax ("1-3,5"); empty: every page.
+	PageRanges           string `protobuf:"bytes,8,opt,name=page_ranges,json=pageRanges,proto3" json:"page_ranges,omitempty"`
+	NoBackground         bool   `protobuf:"varint,9,opt,name=no_background,json=noBackground,proto3" json:"no_background,omitempty"`
+	Untagged             bool   `protobuf:"varint,10,opt,name=untagged,proto3" json:"untagged,omitempty"`
+	Outline              bool   `protobuf:"varint,11,opt,name=outline,proto3" json:"outline,omitempty"`
+	FailOnConsoleErrors  bool   `protobuf:"varint,12,opt,name=fail_on_console_errors,json=failOnConsoleErrors,proto3" json:"fail_on_console_errors,omitempty"`
+	FailOnResourceErrors bool   `protobuf:"varint,13,opt,name=fail_on_resource_errors,json=failOnResourceErrors,proto3" json:"fail_on_resource_errors,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
+}
+
+func (x *Print) Reset() {
+	*x = Print{}
+	mi := &file_jobs_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Print) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Print) ProtoMessage() {}
+
+func (x *Print) ProtoReflect() protoreflect.Message {
+	mi := &file_jobs_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Print.ProtoReflect.Descriptor instead.
+func (*Print) Descriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Print) GetHeaderTemplate() string {
+	if x != nil {
+		return x.HeaderTemplate
+	}
+	return ""
+}
+
+func (x *Print) GetFooterTemplate() string {
+	if x != nil {
+		return x.FooterTemplate
+	}
+	return ""
+}
+
+func (x *Print) GetWaitForSelector() string {
+	if x != nil {
+		return x.WaitForSelector
+	}
+	return ""
+}
+
+func (x *Print) GetWaitForExpression() string {
+	if x != nil {
+		return x.WaitForExpression
+	}
+	return ""
+}
+
+func (x *Print) GetWaitDelayMs() int64 {
+	if x != nil {
+		return x.WaitDelayMs
+	}
+	return 0
+}
+
+func (x *Print) GetMediaScreen() bool {
+	if x != nil {
+		return x.MediaScreen
+	}
+	return false
+}
+
+func (x *Print) GetScale() float64 {
+	if x != nil {
+		return x.Scale
+	}
+	return 0
+}
+
+func (x *Print) GetPageRanges() string {
+	if x != nil {
+		return x.PageRanges
+	}
+	return ""
+}
+
+func (x *Print) GetNoBackground() bool {
+	if x != nil {
+		return x.NoBackground
+	}
+	return false
+}
+
+func (x *Print) GetUntagged() bool {
+	if x != nil {
+		return x.Untagged
+	}
+	return false
+}
+
+func (x *Print) GetOutline() bool {
+	if x != nil {
+		return x.Outline
+	}
+	return false
+}
+
+func (x *Print) GetFailOnConsoleErrors() bool {
+	if x != nil {
+		return x.FailOnConsoleErrors
+	}
+	return false
+}
+
+func (x *Print) GetFailOnResourceErrors() bool {
+	if x != nil {
+		return x.FailOnResourceErrors
+	}
+	return false
+}
+
+// DocInfo is the PDF's document information (DESIGN §6 metadata).
+type DocInfo struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Title         string                 `protobuf:"bytes,1,opt,name=title,proto3" json:"title,omitempty"`
+	Author        string                 `protobuf:"bytes,2,opt,name=author,proto3" json:"author,omitempty"`
+	Subject       string                 `protobuf:"bytes,3,opt,name=subject,proto3" json:"subject,omitempty"`
+	Keywords      []string               `protobuf:"bytes,4,rep,name=keywords,proto3" json:"keywords,omitempty"`
+	Creator       string                 `protobuf:"bytes,5,opt,name=creator,proto3" json:"creator,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DocInfo) Reset() {
+	*x = DocInfo{}
+	mi := &file_jobs_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DocInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DocInfo) ProtoMessage() {}
+
+func (x *DocInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_jobs_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DocInfo.ProtoReflect.Descriptor instead.
+func (*DocInfo) Descriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *DocInfo) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *DocInfo) GetAuthor() string {
+	if x != nil {
+		return x.Author
+	}
+	return ""
+}
+
+func (x *DocInfo) GetSubject() string {
+	if x != nil {
+		return x.Subject
+	}
+	return ""
+}
+
+func (x *DocInfo) GetKeywords() []string {
+	if x != nil {
+		return x.Keywords
+	}
+	return nil
+}
+
+func (x *DocInfo) GetCreator() string {
+	if x != nil {
+		return x.Creator
+	}
+	return ""
+}
+
+// Encryption is AES-256 with the given passwords and permissions.
+type Encryption struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	UserPassword   string                 `protobuf:"bytes,1,opt,name=user_password,json=userPassword,proto3" json:"user_password,omitempty"`
+	OwnerPassword  string                 `protobuf:"bytes,2,opt,name=owner_password,json=ownerPassword,proto3" json:"owner_password,omitempty"`
+	AllowPrinting  bool                   `protobuf:"varint,3,opt,name=allow_printing,json=allowPrinting,proto3" json:"allow_printing,omitempty"`
+	AllowCopying   bool                   `protobuf:"varint,4,opt,name=allow_copying,json=allowCopying,proto3" json:"allow_copying,omitempty"`
+	AllowModifying bool                   `protobuf:"varint,5,opt,name=allow_modifying,json=allowModifying,proto3" json:"allow_modifying,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *Encryption) Reset() {
+	*x = Encryption{}
+	mi := &file_jobs_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Encryption) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Encryption) ProtoMessage() {}
+
+func (x *Encryption) ProtoReflect() protoreflect.Message {
+	mi := &file_jobs_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Encryption.ProtoReflect.Descriptor instead.
+func (*Encryption) Descriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Encryption) GetUserPassword() string {
+	if x != nil {
+		return x.UserPassword
+	}
+	return ""
+}
+
+func (x *Encryption) GetOwnerPassword() string {
+	if x != nil {
+		return x.OwnerPassword
+	}
+	return ""
+}
+
+func (x *Encryption) GetAllowPrinting() bool {
+	if x != nil {
+		return x.AllowPrinting
+	}
+	return false
+}
+
+func (x *Encryption) GetAllowCopying() bool {
+	if x != nil {
+		return x.AllowCopying
+	}
+	return false
+}
+
+func (x *Encryption) GetAllowModifying() bool {
+	if x != nil {
+		return x.AllowModifying
+	}
+	return false
+}
+
+// Cookie is set for a URL render.
+type Cookie struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Value         string                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	Domain        string                 `protobuf:"bytes,3,opt,name=domain,proto3" json:"domain,omitempty"`
+	Path          string                 `protobuf:"bytes,4,opt,name=path,proto3" json:"path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Cookie) Reset() {
+	*x = Cookie{}
+	mi := &file_jobs_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Cookie) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Cookie) ProtoMessage() {}
+
+func (x *Cookie) ProtoReflect() protoreflect.Message {
+	mi := &file_jobs_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Cookie.ProtoReflect.Descriptor instead.
+func (*Cookie) Descriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Cookie) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Cookie) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
+func (x *Cookie) GetDomain() string {
+	if x != nil {
+		return x.Domain
+	}
+	return ""
+}
+
+func (x *Cookie) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+// PageURL is a public page to render instead of an uploaded bundle.
+type PageURL struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Url              string                 `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
+	ExtraHttpHeaders map[string]string      `protobuf:"bytes,2,rep,name=extra_http_headers,json=extraHttpHeaders,proto3" json:"extra_http_headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Cookies          []*Cookie              `protobuf:"bytes,3,rep,name=cookies,proto3" json:"cookies,omitempty"`
+	UserAgent        string                 `protobuf:"bytes,4,opt,name=user_agent,json=userAgent,proto3" json:"user_agent,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *PageURL) Reset() {
+	*x = PageURL{}
+	mi := &file_jobs_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PageURL) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PageURL) ProtoMessage() {}
+
+func (x *PageURL) ProtoReflect() protoreflect.Message {
+	mi := &file_jobs_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PageURL.ProtoReflect.Descriptor instead.
+func (*PageURL) Descriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *PageURL) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *PageURL) GetExtraHttpHeaders() map[string]string {
+	if x != nil {
+		return x.ExtraHttpHeaders
+	}
+	return nil
+}
+
+func (x *PageURL) GetCookies() []*Cookie {
+	if x != nil {
+		return x.Cookies
+	}
+	return nil
+}
+
+func (x *PageURL) GetUserAgent() string {
+	if x != nil {
+		return x.UserAgent
+	}
+	return ""
+}
+
+// RenderJob turns an uploaded HTML bundle (or a URL) into a PDF.
 type RenderJob struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Blob key prefix under which every uploaded file is stored as prefix + name.
@@ -300,16 +745,21 @@ type RenderJob struct {
 	// Names of the files in the bundle (relative paths).
 	Files []string `protobuf:"bytes,2,rep,name=files,proto3" json:"files,omitempty"`
 	// Entry HTML file, one of files.
-	Entry         string     `protobuf:"bytes,3,opt,name=entry,proto3" json:"entry,omitempty"`
-	Page          *Page      `protobuf:"bytes,4,opt,name=page,proto3" json:"page,omitempty"`
-	Watermark     *Watermark `protobuf:"bytes,5,opt,name=watermark,proto3" json:"watermark,omitempty"`
+	Entry      string      `protobuf:"bytes,3,opt,name=entry,proto3" json:"entry,omitempty"`
+	Page       *Page       `protobuf:"bytes,4,opt,name=page,proto3" json:"page,omitempty"`
+	Watermark  *Watermark  `protobuf:"bytes,5,opt,name=watermark,proto3" json:"watermark,omitempty"`
+	Print      *Print      `protobuf:"bytes,6,opt,name=print,proto3" json:"print,omitempty"`
+	Info       *DocInfo    `protobuf:"bytes,7,opt,name=info,proto3" json:"info,omitempty"`
+	Encryption *Encryption `protobuf:"bytes,8,opt,name=encryption,proto3" json:"encryption,omitempty"`
+	// Set instead of a bundle: the page to fetch.
+	Url           *PageURL `protobuf:"bytes,9,opt,name=url,proto3" json:"url,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RenderJob) Reset() {
 	*x = RenderJob{}
-	mi := &file_jobs_proto_msgTypes[2]
+	mi := &file_jobs_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -321,7 +771,7 @@ func (x *RenderJob) String() string {
 func (*RenderJob) ProtoMessage() {}
 
 func (x *RenderJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[2]
+	mi := &file_jobs_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -334,7 +784,7 @@ func (x *RenderJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderJob.ProtoReflect.Descriptor instead.
 func (*RenderJob) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{2}
+	return file_jobs_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RenderJob) GetBundlePrefix() string {
@@ -372,20 +822,50 @@ func (x *RenderJob) GetWatermark() *Watermark {
 	return nil
 }
 
+func (x *RenderJob) GetPrint() *Print {
+	if x != nil {
+		return x.Print
+	}
+	return nil
+}
+
+func (x *RenderJob) GetInfo() *DocInfo {
+	if x != nil {
+		return x.Info
+	}
+	return nil
+}
+
+func (x *RenderJob) GetEncryption() *Encryption {
+	if x != nil {
+		return x.Encryption
+	}
+	return nil
+}
+
+func (x *RenderJob) GetUrl() *PageURL {
+	if x != nil {
+		return x.Url
+	}
+	return nil
+}
+
 // MergeJob concatenates PDFs in the given order.
 type MergeJob struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	InputKeys []string               `protobuf:"bytes,1,rep,name=input_keys,json=inputKeys,proto3" json:"input_keys,omitempty"`
 	// Client-side names of the inputs, for error messages.
-	InputNames    []string   `protobuf:"bytes,2,rep,name=input_names,json=inputNames,proto3" json:"input_names,omitempty"`
-	Watermark     *Watermark `protobuf:"bytes,3,opt,name=watermark,proto3" json:"watermark,omitempty"`
+	InputNames    []string    `protobuf:"bytes,2,rep,name=input_names,json=inputNames,proto3" json:"input_names,omitempty"`
+	Watermark     *Watermark  `protobuf:"bytes,3,opt,name=watermark,proto3" json:"watermark,omitempty"`
+	Info          *DocInfo    `protobuf:"bytes,4,opt,name=info,proto3" json:"info,omitempty"`
+	Encryption    *Encryption `protobuf:"bytes,5,opt,name=encryption,proto3" json:"encryption,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MergeJob) Reset() {
 	*x = MergeJob{}
-	mi := &file_jobs_proto_msgTypes[3]
+	mi := &file_jobs_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -397,7 +877,7 @@ func (x *MergeJob) String() string {
 func (*MergeJob) ProtoMessage() {}
 
 func (x *MergeJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[3]
+	mi := &file_jobs_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -410,7 +890,7 @@ func (x *MergeJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeJob.ProtoReflect.Descriptor instead.
 func (*MergeJob) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{3}
+	return file_jobs_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *MergeJob) GetInputKeys() []string {
@@ -430,6 +910,20 @@ func (x *MergeJob) GetInputNames() []string {
 func (x *MergeJob) GetWatermark() *Watermark {
 	if x != nil {
 		return x.Watermark
+	}
+	return nil
+}
+
+func (x *MergeJob) GetInfo() *DocInfo {
+	if x != nil {
+		return x.Info
+	}
+	return nil
+}
+
+func (x *MergeJob) GetEncryption() *Encryption {
+	if x != nil {
+		return x.Encryption
 	}
 	return nil
 }
@@ -459,7 +953,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_jobs_proto_msgTypes[4]
+	mi := &file_jobs_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -471,7 +965,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[4]
+	mi := &file_jobs_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -484,7 +978,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{4}
+	return file_jobs_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Job) GetId() string {
@@ -613,7 +1107,7 @@ type BatchDocumentJob struct {
 
 func (x *BatchDocumentJob) Reset() {
 	*x = BatchDocumentJob{}
-	mi := &file_jobs_proto_msgTypes[5]
+	mi := &file_jobs_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -625,7 +1119,7 @@ func (x *BatchDocumentJob) String() string {
 func (*BatchDocumentJob) ProtoMessage() {}
 
 func (x *BatchDocumentJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[5]
+	mi := &file_jobs_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -638,7 +1132,7 @@ func (x *BatchDocumentJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchDocumentJob.ProtoReflect.Descriptor instead.
 func (*BatchDocumentJob) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{5}
+	return file_jobs_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *BatchDocumentJob) GetBatchId() string {
@@ -673,7 +1167,7 @@ type ZipJob struct {
 
 func (x *ZipJob) Reset() {
 	*x = ZipJob{}
-	mi := &file_jobs_proto_msgTypes[6]
+	mi := &file_jobs_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -685,7 +1179,7 @@ func (x *ZipJob) String() string {
 func (*ZipJob) ProtoMessage() {}
 
 func (x *ZipJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[6]
+	mi := &file_jobs_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -698,7 +1192,7 @@ func (x *ZipJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ZipJob.ProtoReflect.Descriptor instead.
 func (*ZipJob) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{6}
+	return file_jobs_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ZipJob) GetBatchId() string {
@@ -726,7 +1220,7 @@ type WebhookDelivery struct {
 
 func (x *WebhookDelivery) Reset() {
 	*x = WebhookDelivery{}
-	mi := &file_jobs_proto_msgTypes[7]
+	mi := &file_jobs_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -738,7 +1232,7 @@ func (x *WebhookDelivery) String() string {
 func (*WebhookDelivery) ProtoMessage() {}
 
 func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[7]
+	mi := &file_jobs_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -751,7 +1245,7 @@ func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDelivery.ProtoReflect.Descriptor instead.
 func (*WebhookDelivery) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{7}
+	return file_jobs_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *WebhookDelivery) GetDeliveryId() string {
@@ -796,6 +1290,145 @@ func (x *WebhookDelivery) GetEvent() string {
 	return ""
 }
 
+// FailedRequest is a request of a rendered page that failed or answered >= 400.
+type FailedRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Url   string                 `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
+	// HTTP status; 0 when no answer came (error says why).
+	Status        int32  `protobuf:"varint,2,opt,name=status,proto3" json:"status,omitempty"`
+	Error         string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FailedRequest) Reset() {
+	*x = FailedRequest{}
+	mi := &file_jobs_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FailedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FailedRequest) ProtoMessage() {}
+
+func (x *FailedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jobs_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FailedRequest.ProtoReflect.Descriptor instead.
+func (*FailedRequest) Descriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *FailedRequest) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *FailedRequest) GetStatus() int32 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+func (x *FailedRequest) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+// Report is what happened in a render (DESIGN §6 render report).
+type Report struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Pages           int32                  `protobuf:"varint,1,opt,name=pages,proto3" json:"pages,omitempty"`
+	RenderMs        int64                  `protobuf:"varint,2,opt,name=render_ms,json=renderMs,proto3" json:"render_ms,omitempty"`
+	BlockedRequests []string               `protobuf:"bytes,3,rep,name=blocked_requests,json=blockedRequests,proto3" json:"blocked_requests,omitempty"`
+	FailedRequests  []*FailedRequest       `protobuf:"bytes,4,rep,name=failed_requests,json=failedRequests,proto3" json:"failed_requests,omitempty"`
+	ConsoleErrors   []string               `protobuf:"bytes,5,rep,name=console_errors,json=consoleErrors,proto3" json:"console_errors,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *Report) Reset() {
+	*x = Report{}
+	mi := &file_jobs_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Report) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Report) ProtoMessage() {}
+
+func (x *Report) ProtoReflect() protoreflect.Message {
+	mi := &file_jobs_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Report.ProtoReflect.Descriptor instead.
+func (*Report) Descriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *Report) GetPages() int32 {
+	if x != nil {
+		return x.Pages
+	}
+	return 0
+}
+
+func (x *Report) GetRenderMs() int64 {
+	if x != nil {
+		return x.RenderMs
+	}
+	return 0
+}
+
+func (x *Report) GetBlockedRequests() []string {
+	if x != nil {
+		return x.BlockedRequests
+	}
+	return nil
+}
+
+func (x *Report) GetFailedRequests() []*FailedRequest {
+	if x != nil {
+		return x.FailedRequests
+	}
+	return nil
+}
+
+func (x *Report) GetConsoleErrors() []string {
+	if x != nil {
+		return x.ConsoleErrors
+	}
+	return nil
+}
+
 type Result struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
@@ -806,13 +1439,14 @@ type Result struct {
 	Pages         int32                  `protobuf:"varint,6,opt,name=pages,proto3" json:"pages,omitempty"`
 	BatchId       string                 `protobuf:"bytes,7,opt,name=batch_id,json=batchId,proto3" json:"batch_id,omitempty"`
 	BatchIndex    int32                  `protobuf:"varint,8,opt,name=batch_index,json=batchIndex,proto3" json:"batch_index,omitempty"`
+	Report        *Report                `protobuf:"bytes,9,opt,name=report,proto3" json:"report,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_jobs_proto_msgTypes[8]
+	mi := &file_jobs_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -824,7 +1458,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[8]
+	mi := &file_jobs_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -837,7 +1471,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{8}
+	return file_jobs_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Result) GetJobId() string {
@@ -896,6 +1530,13 @@ func (x *Result) GetBatchIndex() int32 {
 	return 0
 }
 
+func (x *Result) GetReport() *Report {
+	if x != nil {
+		return x.Report
+	}
+	return nil
+}
+
 var File_jobs_proto protoreflect.FileDescriptor
 
 const file_jobs_proto_rawDesc = "" +
@@ -920,19 +1561,72 @@ const file_jobs_proto_rawDesc = "" +
 	"\brotation\x18\x06 \x01(\x01R\brotation\x12\x1a\n" +
 	"\bposition\x18\a \x01(\tR\bposition\x12\x14\n" +
 	"\x05pages\x18\b \x01(\tR\x05pages\x12\x1b\n" +
-	"\timage_key\x18\t \x01(\tR\bimageKey\"\xc5\x01\n" +
+	"\timage_key\x18\t \x01(\tR\bimageKey\"\xfa\x03\n" +
+	"\x05Print\x12'\n" +
+	"\x0fheader_template\x18\x01 \x01(\tR\x0eheaderTemplate\x12'\n" +
+	"\x0ffooter_template\x18\x02 \x01(\tR\x0efooterTemplate\x12*\n" +
+	"\x11wait_for_selector\x18\x03 \x01(\tR\x0fwaitForSelector\x12.\n" +
+	"\x13wait_for_expression\x18\x04 \x01(\tR\x11waitForExpression\x12\"\n" +
+	"\rwait_delay_ms\x18\x05 \x01(\x03R\vwaitDelayMs\x12!\n" +
+	"\fmedia_screen\x18\x06 \x01(\bR\vmediaScreen\x12\x14\n" +
+	"\x05scale\x18\a \x01(\x01R\x05scale\x12\x1f\n" +
+	"\vpage_ranges\x18\b \x01(\tR\n" +
+	"pageRanges\x12#\n" +
+	"\rno_background\x18\t \x01(\bR\fnoBackground\x12\x1a\n" +
+	"\buntagged\x18\n" +
+	" \x01(\bR\buntagged\x12\x18\n" +
+	"\aoutline\x18\v \x01(\bR\aoutline\x123\n" +
+	"\x16fail_on_console_errors\x18\f \x01(\bR\x13failOnConsoleErrors\x125\n" +
+	"\x17fail_on_resource_errors\x18\r \x01(\bR\x14failOnResourceErrors\"\x87\x01\n" +
+	"\aDocInfo\x12\x14\n" +
+	"\x05title\x18\x01 \x01(\tR\x05title\x12\x16\n" +
+	"\x06author\x18\x02 \x01(\tR\x06author\x12\x18\n" +
+	"\asubject\x18\x03 \x01(\tR\asubject\x12\x1a\n" +
+	"\bkeywords\x18\x04 \x03(\tR\bkeywords\x12\x18\n" +
+	"\acreator\x18\x05 \x01(\tR\acreator\"\xcd\x01\n" +
+	"\n" +
+	"Encryption\x12#\n" +
+	"\ruser_password\x18\x01 \x01(\tR\fuserPassword\x12%\n" +
+	"\x0eowner_password\x18\x02 \x01(\tR\rownerPassword\x12%\n" +
+	"\x0eallow_printing\x18\x03 \x01(\bR\rallowPrinting\x12#\n" +
+	"\rallow_copying\x18\x04 \x01(\bR\fallowCopying\x12'\n" +
+	"\x0fallow_modifying\x18\x05 \x01(\bR\x0eallowModifying\"^\n" +
+	"\x06Cookie\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\x12\x16\n" +
+	"\x06domain\x18\x03 \x01(\tR\x06domain\x12\x12\n" +
+	"\x04path\x18\x04 \x01(\tR\x04path\"\x94\x02\n" +
+	"\aPageURL\x12\x10\n" +
+	"\x03url\x18\x01 \x01(\tR\x03url\x12^\n" +
+	"\x12extra_http_headers\x18\x02 \x03(\v20.docrender.jobs.v1.PageURL.ExtraHttpHeadersEntryR\x10extraHttpHeaders\x123\n" +
+	"\acookies\x18\x03 \x03(\v2\x19.docrender.jobs.v1.CookieR\acookies\x12\x1d\n" +
+	"\n" +
+	"user_agent\x18\x04 \x01(\tR\tuserAgent\x1aC\n" +
+	"\x15ExtraHttpHeadersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x92\x03\n" +
 	"\tRenderJob\x12#\n" +
 	"\rbundle_prefix\x18\x01 \x01(\tR\fbundlePrefix\x12\x14\n" +
 	"\x05files\x18\x02 \x03(\tR\x05files\x12\x14\n" +
 	"\x05entry\x18\x03 \x01(\tR\x05entry\x12+\n" +
 	"\x04page\x18\x04 \x01(\v2\x17.docrender.jobs.v1.PageR\x04page\x12:\n" +
-	"\twatermark\x18\x05 \x01(\v2\x1c.docrender.jobs.v1.WatermarkR\twatermark\"\x86\x01\n" +
+	"\twatermark\x18\x05 \x01(\v2\x1c.docrender.jobs.v1.WatermarkR\twatermark\x12.\n" +
+	"\x05print\x18\x06 \x01(\v2\x18.docrender.jobs.v1.PrintR\x05print\x12.\n" +
+	"\x04info\x18\a \x01(\v2\x1a.docrender.jobs.v1.DocInfoR\x04info\x12=\n" +
+	"\n" +
+	"encryption\x18\b \x01(\v2\x1d.docrender.jobs.v1.EncryptionR\n" +
+	"encryption\x12,\n" +
+	"\x03url\x18\t \x01(\v2\x1a.docrender.jobs.v1.PageURLR\x03url\"\xf5\x01\n" +
 	"\bMergeJob\x12\x1d\n" +
 	"\n" +
 	"input_keys\x18\x01 \x03(\tR\tinputKeys\x12\x1f\n" +
 	"\vinput_names\x18\x02 \x03(\tR\n" +
 	"inputNames\x12:\n" +
-	"\twatermark\x18\x03 \x01(\v2\x1c.docrender.jobs.v1.WatermarkR\twatermark\"\xcb\x03\n" +
+	"\twatermark\x18\x03 \x01(\v2\x1c.docrender.jobs.v1.WatermarkR\twatermark\x12.\n" +
+	"\x04info\x18\x04 \x01(\v2\x1a.docrender.jobs.v1.DocInfoR\x04info\x12=\n" +
+	"\n" +
+	"encryption\x18\x05 \x01(\v2\x1d.docrender.jobs.v1.EncryptionR\n" +
+	"encryption\"\xcb\x03\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -963,7 +1657,17 @@ const file_jobs_proto_rawDesc = "" +
 	"\x06secret\x18\x03 \x01(\tR\x06secret\x12\x12\n" +
 	"\x04body\x18\x04 \x01(\fR\x04body\x12\x19\n" +
 	"\bbatch_id\x18\x05 \x01(\tR\abatchId\x12\x14\n" +
-	"\x05event\x18\x06 \x01(\tR\x05event\"\x86\x02\n" +
+	"\x05event\x18\x06 \x01(\tR\x05event\"O\n" +
+	"\rFailedRequest\x12\x10\n" +
+	"\x03url\x18\x01 \x01(\tR\x03url\x12\x16\n" +
+	"\x06status\x18\x02 \x01(\x05R\x06status\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"\xd8\x01\n" +
+	"\x06Report\x12\x14\n" +
+	"\x05pages\x18\x01 \x01(\x05R\x05pages\x12\x1b\n" +
+	"\trender_ms\x18\x02 \x01(\x03R\brenderMs\x12)\n" +
+	"\x10blocked_requests\x18\x03 \x03(\tR\x0fblockedRequests\x12I\n" +
+	"\x0ffailed_requests\x18\x04 \x03(\v2 .docrender.jobs.v1.FailedRequestR\x0efailedRequests\x12%\n" +
+	"\x0econsole_errors\x18\x05 \x03(\tR\rconsoleErrors\"\xb9\x02\n" +
 	"\x06Result\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12;\n" +
 	"\n" +
@@ -975,12 +1679,14 @@ const file_jobs_proto_rawDesc = "" +
 	"\x05pages\x18\x06 \x01(\x05R\x05pages\x12\x19\n" +
 	"\bbatch_id\x18\a \x01(\tR\abatchId\x12\x1f\n" +
 	"\vbatch_index\x18\b \x01(\x05R\n" +
-	"batchIndex*k\n" +
+	"batchIndex\x121\n" +
+	"\x06report\x18\t \x01(\v2\x19.docrender.jobs.v1.ReportR\x06report*\x88\x01\n" +
 	"\tErrorKind\x12\x13\n" +
 	"\x0fERROR_KIND_NONE\x10\x00\x12\x17\n" +
 	"\x13ERROR_KIND_INTERNAL\x10\x01\x12\x16\n" +
 	"\x12ERROR_KIND_TIMEOUT\x10\x02\x12\x18\n" +
-	"\x14ERROR_KIND_BAD_INPUT\x10\x03B-Z+github.com/docrender/docrender/proto/jobspbb\x06proto3"
+	"\x14ERROR_KIND_BAD_INPUT\x10\x03\x12\x1b\n" +
+	"\x17ERROR_KIND_CHECK_FAILED\x10\x04B-Z+github.com/docrender/docrender/proto/jobspbb\x06proto3"
 
 var (
 	file_jobs_proto_rawDescOnce sync.Once
@@ -995,34 +1701,52 @@ func file_jobs_proto_rawDescGZIP() []byte {
 }
 
 var file_jobs_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_jobs_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_jobs_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_jobs_proto_goTypes = []any{
 	(ErrorKind)(0),           // 0: docrender.jobs.v1.ErrorKind
 	(*Page)(nil),             // 1: docrender.jobs.v1.Page
 	(*Watermark)(nil),        // 2: docrender.jobs.v1.Watermark
-	(*RenderJob)(nil),        // 3: docrender.jobs.v1.RenderJob
-	(*MergeJob)(nil),         // 4: docrender.jobs.v1.MergeJob
-	(*Job)(nil),              // 5: docrender.jobs.v1.Job
-	(*BatchDocumentJob)(nil), // 6: docrender.jobs.v1.BatchDocumentJob
-	(*ZipJob)(nil),           // 7: docrender.jobs.v1.ZipJob
-	(*WebhookDelivery)(nil),  // 8: docrender.jobs.v1.WebhookDelivery
-	(*Result)(nil),           // 9: docrender.jobs.v1.Result
+	(*Print)(nil),            // 3: docrender.jobs.v1.Print
+	(*DocInfo)(nil),          // 4: docrender.jobs.v1.DocInfo
+	(*Encryption)(nil),       // 5: docrender.jobs.v1.Encryption
+	(*Cookie)(nil),           // 6: docrender.jobs.v1.Cookie
+	(*PageURL)(nil),          // 7: docrender.jobs.v1.PageURL
+	(*RenderJob)(nil),        // 8: docrender.jobs.v1.RenderJob
+	(*MergeJob)(nil),         // 9: docrender.jobs.v1.MergeJob
+	(*Job)(nil),              // 10: docrender.jobs.v1.Job
+	(*BatchDocumentJob)(nil), // 11: docrender.jobs.v1.BatchDocumentJob
+	(*ZipJob)(nil),           // 12: docrender.jobs.v1.ZipJob
+	(*WebhookDelivery)(nil),  // 13: docrender.jobs.v1.WebhookDelivery
+	(*FailedRequest)(nil),    // 14: docrender.jobs.v1.FailedRequest
+	(*Report)(nil),           // 15: docrender.jobs.v1.Report
+	(*Result)(nil),           // 16: docrender.jobs.v1.Result
+	nil,                      // 17: docrender.jobs.v1.PageURL.ExtraHttpHeadersEntry
 }
 var file_jobs_proto_depIdxs = []int32{
-	1, // 0: docrender.jobs.v1.RenderJob.page:type_name -> docrender.jobs.v1.Page
-	2, // 1: docrender.jobs.v1.RenderJob.watermark:type_name -> docrender.jobs.v1.Watermark
-	2, // 2: docrender.jobs.v1.MergeJob.watermark:type_name -> docrender.jobs.v1.Watermark
-	3, // 3: docrender.jobs.v1.Job.render:type_name -> docrender.jobs.v1.RenderJob
-	4, // 4: docrender.jobs.v1.Job.merge:type_name -> docrender.jobs.v1.MergeJob
-	7, // 5: docrender.jobs.v1.Job.zip:type_name -> docrender.jobs.v1.ZipJob
-	6, // 6: docrender.jobs.v1.Job.batch_document:type_name -> docrender.jobs.v1.BatchDocumentJob
-	3, // 7: docrender.jobs.v1.BatchDocumentJob.render:type_name -> docrender.jobs.v1.RenderJob
-	0, // 8: docrender.jobs.v1.Result.error_kind:type_name -> docrender.jobs.v1.ErrorKind
-	9, // [9:9] is the sub-list for method output_type
-	9, // [9:9] is the sub-list for method input_type
-	9, // [9:9] is the sub-list for extension type_name
-	9, // [9:9] is the sub-list for extension extendee
-	0, // [0:9] is the sub-list for field type_name
+	17, // 0: docrender.jobs.v1.PageURL.extra_http_headers:type_name -> docrender.jobs.v1.PageURL.ExtraHttpHeadersEntry
+	6,  // 1: docrender.jobs.v1.PageURL.cookies:type_name -> docrender.jobs.v1.Cookie
+	1,  // 2: docrender.jobs.v1.RenderJob.page:type_name -> docrender.jobs.v1.Page
+	2,  // 3: docrender.jobs.v1.RenderJob.watermark:type_name -> docrender.jobs.v1.Watermark
+	3,  // 4: docrender.jobs.v1.RenderJob.print:type_name -> docrender.jobs.v1.Print
+	4,  // 5: docrender.jobs.v1.RenderJob.info:type_name -> docrender.jobs.v1.DocInfo
+	5,  // 6: docrender.jobs.v1.RenderJob.encryption:type_name -> docrender.jobs.v1.Encryption
+	7,  // 7: docrender.jobs.v1.RenderJob.url:type_name -> docrender.jobs.v1.PageURL
+	2,  // 8: docrender.jobs.v1.MergeJob.watermark:type_name -> docrender.jobs.v1.Watermark
+	4,  // 9: docrender.jobs.v1.MergeJob.info:type_name -> docrender.jobs.v1.DocInfo
+	5,  // 10: docrender.jobs.v1.MergeJob.encryption:type_name -> docrender.jobs.v1.Encryption
+	8,  // 11: docrender.jobs.v1.Job.render:type_name -> docrender.jobs.v1.RenderJob
+	9,  // 12: docrender.jobs.v1.Job.merge:type_name -> docrender.jobs.v1.MergeJob
+	12, // 13: docrender.jobs.v1.Job.zip:type_name -> docrender.jobs.v1.ZipJob
+	11, // 14: docrender.jobs.v1.Job.batch_document:type_name -> docrender.jobs.v1.BatchDocumentJob
+	8,  // 15: docrender.jobs.v1.BatchDocumentJob.render:type_name -> docrender.jobs.v1.RenderJob
+	14, // 16: docrender.jobs.v1.Report.failed_requests:type_name -> docrender.jobs.v1.FailedRequest
+	0,  // 17: docrender.jobs.v1.Result.error_kind:type_name -> docrender.jobs.v1.ErrorKind
+	15, // 18: docrender.jobs.v1.Result.report:type_name -> docrender.jobs.v1.Report
+	19, // [19:19] is the sub-list for method output_type
+	19, // [19:19] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_jobs_proto_init() }
@@ -1030,7 +1754,7 @@ func file_jobs_proto_init() {
 	if File_jobs_proto != nil {
 		return
 	}
-	file_jobs_proto_msgTypes[4].OneofWrappers = []any{
+	file_jobs_proto_msgTypes[9].OneofWrappers = []any{
 		(*Job_Render)(nil),
 		(*Job_Merge)(nil),
 		(*Job_Zip)(nil),
@@ -1042,7 +1766,7 @@ func file_jobs_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jobs_proto_rawDesc), len(file_jobs_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   9,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -111,11 +111,12 @@ func TestQRCodesHookPhases(t *testing.T) {
 	}
 	r := testRenderer(t, PageHook{Selector: "img[data-qr]", Run: measured})
 	b := egress.Bundle{"index.html": []byte(tickets(100))}
-	if _, err := r.Render(context.Background(), b, "index.html", a4, 30*time.Second); err != nil { // warm-up
+	if _, err := r.Render(context.Background(), b, &jobspb.RenderJob{Entry: "index.html", Page: a4}, 30*time.Second); err != nil { // warm-up
 		t.Fatal(err)
 	}
 	start := time.Now()
-	pdf, err := r.Render(context.Background(), b, "index.html", a4, 30*time.Second)
+	out, err := r.Render(context.Background(), b, &jobspb.RenderJob{Entry: "index.html", Page: a4}, 30*time.Second)
+	pdf := out.PDF
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +144,7 @@ func TestQRCodesHookErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := r.Render(context.Background(), egress.Bundle{"index.html": []byte(tc.html)}, "index.html", a4, 20*time.Second)
+			_, err := r.Render(context.Background(), egress.Bundle{"index.html": []byte(tc.html)}, &jobspb.RenderJob{Entry: "index.html", Page: a4}, 20*time.Second)
 			var ie *InputError
 			switch {
 			case tc.want == "" && err != nil:

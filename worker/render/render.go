@@ -71,9 +71,18 @@ func LoadBundle(ctx context.Context, blobs blob.Store, prefix string, files []st
 	return b, nil
 }
 
-// Render prints the job's entry page to PDF bytes. timeout bounds loading
-// and printing together.
-func (r *Renderer) Render(ctx context.Context, b egress.Bundle, entry string, page *jobspb.Page, timeout time.Duration) ([]byte, error) {
+// Output is a render's result.
+type Output struct {
+	PDF []byte
+	// Report is what happened in the render (DESIGN §6); the caller adds
+	// the page count.
+	Report *jobspb.Report
+}
+
+// Render prints rj's entry page (rj.Entry of bundle b) to PDF, as rj.Page
+// and rj.Print say. timeout bounds loading, waiting and printing together.
+func (r *Renderer) Render(ctx context.Context, b egress.Bundle, rj *jobspb.RenderJob, timeout time.Duration) (Output, error) {
+	entry, page := rj.GetEntry(), rj.GetPage()
 	html, static := withoutScripts(b, entry)
 
 	selectors := make([]string, len(r.Hooks))
@@ -133,14 +142,14 @@ func (r *Renderer) Render(ctx context.Context, b egress.Bundle, entry string, pa
 	})
 	if err != nil {
 		if errors.Is(err, browser.ErrBrowserGone) {
-			return nil, err
+			return Output{}, err
 		}
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%w after %s", ErrTimeout, timeout)
+			return Output{}, fmt.Errorf("%w after %s", ErrTimeout, timeout)
 		}
-		return nil, err
+		return Output{}, err
 	}
-	return out, nil
+	return Output{PDF: out, Report: &jobspb.Report{RenderMs: time.Since(start).Milliseconds()}}, nil
 }
 
 // fileServer is a tab's lane that serves the job's files (*egress.Lane).

@@ -22,6 +22,8 @@ const (
 	RateLimited      = "RATE_LIMITED"
 	Internal         = "INTERNAL_SERVER_ERROR"
 	Unavailable      = "SERVICE_UNAVAILABLE"
+	// RenderCheckFailed: a check the client asked for (DESIGN §6) failed.
+	RenderCheckFailed = "RENDER_CHECK_FAILED"
 )
 
 // Error is an API error. Status 401 is written as shape B, every other status as shape A.

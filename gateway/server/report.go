@@ -1,0 +1,92 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/docrender/docrender/gateway/server/apierr"
+	"github.com/docrender/docrender/proto/jobspb"
+)
+
+// headerReport carries the render report's counts on every generated PDF
+// answer (DESIGN §6).
+const headerReport = "Docrender-Render-Report"
+
+// reportBody is the render report of a hosted answer (DESIGN §6).
+type reportBody struct {
+	Pages           int32           `json:"pages"`
+	RenderMs        int64           `json:"renderMs"`
+	BlockedRequests []string        `json:"blockedRequests"`
+	FailedRequests  []failedRequest `json:"failedRequests"`
+	ConsoleErrors   []string        `json:"consoleErrors"`
+}
+
+type failedRequest struct {
+	URL    string `json:"url"`
+	Status int32  `json:"status"`
+	Error  string `json:"error,omitempty"`
+}
+
+// newReportBody is r as JSON; nil when the answer had no render (a cache hit).
+func newReportBody(r *jobspb.Report) *reportBody {
+	if r == nil {
+		return nil
+	}
+	b := &reportBody{Pages: r.Pages, RenderMs: r.RenderMs, BlockedRequests: r.BlockedRequests,
+		FailedRequests: []failedRequest{}, ConsoleErrors: r.ConsoleErrors}
+	if b.BlockedRequests == nil {
+		b.BlockedRequests = []string{}
+	}
+	if b.ConsoleErrors == nil {
+		b.ConsoleErrors = []string{}
+	}
+	for _, f := range r.FailedRequests {
+		b.FailedRequests = append(b.FailedRequests, failedRequest{URL: f.Url, Status: f.Status, Error: f.Error})
+	}
+	return b
+}
+
+// setReportHeader puts r's counts in the answer's headers.
+func setReportHeader(c echo.Context, r *jobspb.Report) {
+	if r == nil {
+		return
+	}
+	c.Response().Header().Set(headerReport, fmt.Sprintf("pages=%d, renderMs=%d, blocked=%d, failed=%d, consoleErrors=%d",
+		r.Pages, r.RenderMs, len(r.BlockedRequests), len(r.FailedRequests), len(r.ConsoleErrors)))
+}
+
+// checkDetail is one entry of a 422's details (DESIGN §6).
+type checkDetail struct {
+	Kind    string `json:"kind"`
+	URL     string `json:"url,omitempty"`
+	Message string `json:"message"`
+}
+
+// checkFailed is the 422 of a render whose checks failed: every console
+// error and failed or blocked request the checks asked about.
+func checkFailed(res *jobspb.Result) *apierr.Error {
+	r := res.GetReport()
+	var details []checkDetail
+	for _, m := range r.GetConsoleErrors() {
+		details = append(details, checkDetail{Kind: "console", Message: m})
+	}
+	for _, f := range r.GetFailedRequests() {
+		msg := f.Error
+		if f.Status > 0 {
+			msg = fmt.Sprintf("HTTP %d", f.Status)
+		}
+		details = append(details, checkDetail{Kind: "resource", URL: f.Url, Message: msg})
+	}
+	for _, u := range r.GetBlockedRequests() {
+		details = append(details, checkDetail{Kind: "blocked", URL: u, Message: "blocked by the egress rules"})
+	}
+	if details == nil {
+		details = []checkDetail{}
+	}
+	e := &apierr.Error{Status: http.StatusUnprocessableEntity, Code: apierr.RenderCheckFailed, Message: res.ErrorMessage,
+		Hint: "Fix what details lists, or turn failOnConsoleErrors / failOnResourceErrors off."}
+	e.Extra = map[string]any{"details": details}
+	return e
+}
