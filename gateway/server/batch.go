@@ -94,12 +94,12 @@ type batchPlan struct {
 	// own is each document's print options where it has its own (else nil).
 	own []*pdfopts.PrintOptions
 	// base is the batch's options as sent, under each document's own.
-	base pdfopts.PrintRaw
-	name      string
-	opts      pdfopts.Options
-	stream    bool
-	host      bool
-	webhook   *batch.Webhook
+	base    pdfopts.PrintRaw
+	name    string
+	opts    pdfopts.Options
+	stream  bool
+	host    bool
+	webhook *batch.Webhook
 }
 
 // parseBatch validates the whole request, every document included, before

@@ -18,8 +18,8 @@ import (
 
 	"github.com/docrender/docrender/gateway/server/apierr"
 	"github.com/docrender/docrender/pkg/blob"
-	"github.com/docrender/docrender/pkg/pdfopts"
 	"github.com/docrender/docrender/pkg/invalid"
+	"github.com/docrender/docrender/pkg/pdfopts"
 )
 
 // upload is a multipart request whose files were streamed into the blob store.
@@ -163,7 +163,6 @@ func (u *upload) entryFile() string {
 	}
 	return ""
 }
-
 
 // has reports whether a file of that name was uploaded.
 func (u *upload) has(name string) bool {
