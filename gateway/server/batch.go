@@ -83,6 +83,8 @@ type batchRequest struct {
 type batchDocument struct {
 	FileName    *string `json:"fileName"`
 	HTMLContent *string `json:"htmlContent"`
+	// URL is a page to fetch instead of htmlContent (DESIGN §6).
+	URL *string `json:"url"`
 	// A document's own print options (DESIGN §6) replace the batch's.
 	pdfopts.PrintRaw
 }
@@ -91,6 +93,7 @@ type batchDocument struct {
 type batchPlan struct {
 	fileNames []string
 	html      []string
+	urls      []string
 	// own is each document's print options where it has its own (else nil).
 	own []*pdfopts.PrintOptions
 	// base is the batch's options as sent, under each document's own.
@@ -121,7 +124,8 @@ func (b *batchAPI) parseBatch(c echo.Context, u *account.User) (*batchPlan, erro
 	if err := p.readOptions(req.Options, b.s.Config.RenderTimeout); err != nil {
 		return nil, err
 	}
-	if err := p.readDocuments(req.Documents, b.s.Config.RenderTimeout); err != nil {
+	pageURL := func(field, raw string) (string, error) { return b.s.checkPageURL(c.Request().Context(), field, raw) }
+	if err := p.readDocuments(req.Documents, b.s.Config.RenderTimeout, pageURL); err != nil {
 		return nil, err
 	}
 	var err error
@@ -140,9 +144,12 @@ func (b *batchAPI) parseBatch(c echo.Context, u *account.User) (*batchPlan, erro
 	return p, nil
 }
 
-func (p *batchPlan) readDocuments(docs []batchDocument, renderTimeout time.Duration) error {
+// readDocuments validates each document: its name, its page (htmlContent,
+// or a url that pageURL checks) and its own print options.
+func (p *batchPlan) readDocuments(docs []batchDocument, renderTimeout time.Duration, pageURL func(field, raw string) (string, error)) error {
 	p.fileNames = make([]string, len(docs))
 	p.html = make([]string, len(docs))
+	p.urls = make([]string, len(docs))
 	p.own = make([]*pdfopts.PrintOptions, len(docs))
 	for i, d := range docs {
 		field := fmt.Sprintf("documents[%d]", i)
@@ -157,10 +164,19 @@ func (p *batchPlan) readDocuments(docs []batchDocument, renderTimeout time.Durat
 			}
 			return err
 		}
-		if d.HTMLContent == nil || strings.TrimSpace(*d.HTMLContent) == "" {
+		p.fileNames[i] = name
+		switch {
+		case d.URL != nil && d.HTMLContent != nil:
+			return apierr.Invalid(field+".url", "send either url or htmlContent, not both")
+		case d.URL != nil:
+			if p.urls[i], err = pageURL(field+".url", *d.URL); err != nil {
+				return err
+			}
+		case d.HTMLContent == nil || strings.TrimSpace(*d.HTMLContent) == "":
 			return apierr.Invalid(field+".htmlContent", "is required")
+		default:
+			p.html[i] = *d.HTMLContent
 		}
-		p.fileNames[i], p.html[i] = name, *d.HTMLContent
 		if !d.PrintRaw.IsZero() {
 			own, err := d.PrintRaw.Over(p.base).Validate(renderTimeout)
 			if err != nil {
@@ -283,10 +299,10 @@ func (b *batchAPI) start(c echo.Context, u *account.User, p *batchPlan) (*batch.
 	names := batch.EntryNames(p.fileNames)
 	docs := make([]batch.Document, len(names))
 	for i := range docs {
-		docs[i] = batch.Document{EntryName: names[i], HTML: p.html[i], Own: p.own[i]}
+		docs[i] = batch.Document{EntryName: names[i], HTML: p.html[i], URL: p.urls[i], Own: p.own[i]}
 	}
 	render := &jobspb.RenderJob{Page: p.opts.Page, Watermark: p.opts.Watermark,
-		Print: p.opts.Print, Info: p.opts.Info, Encryption: p.opts.Encryption}
+		Print: p.opts.Print, Info: p.opts.Info, Encryption: p.opts.Encryption, Url: p.opts.Fetch}
 	if err := b.tracker.Submit(ctx, rec, docs, render, b.s.Config.RenderTimeout); err != nil {
 		return nil, err
 	}

@@ -56,8 +56,10 @@ func inputHash(up *upload, entry string, opts pdfopts.Options) string {
 		Info       *jobspb.DocInfo    `json:"info"`
 		Encryption *jobspb.Encryption `json:"encryption"`
 		Fetch      *jobspb.PageURL    `json:"fetch"`
+		// URL is the page rendered instead of files.
+		URL string `json:"url,omitempty"`
 	}{inputHashVersion, nil, entry, opts.FileName, opts.Page, opts.Watermark, opts.UserType, opts.Host,
-		opts.Print, opts.Info, opts.Encryption, opts.Fetch}
+		opts.Print, opts.Info, opts.Encryption, opts.Fetch, up.url}
 	for _, f := range fs {
 		in.Files = append(in.Files, fileSum{f.Name, hex.EncodeToString(f.SHA256)})
 	}

@@ -9,10 +9,12 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/docrender/docrender/gateway/server/apierr"
 	"github.com/docrender/docrender/pkg/blob"
 	"github.com/docrender/docrender/pkg/filename"
+	"github.com/docrender/docrender/pkg/netguard"
 	"github.com/docrender/docrender/pkg/pdfopts"
 	"github.com/docrender/docrender/proto/jobspb"
 )
@@ -30,21 +32,9 @@ func (s *Server) generate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if len(up.files) == 0 {
-		e := apierr.Bad("No files uploaded. Send the HTML under the form key \"files\".")
-		if len(up.otherParts) > 0 {
-			e.Hint = fmt.Sprintf("Files were sent under %q; use the key \"files\".", up.otherParts)
-		} else {
-			e.Hint = "curl -F files=@index.html ..."
-		}
-		return e
-	}
-	entry := up.entryFile()
-	if entry == "" {
-		e := apierr.Bad("No HTML file found among the uploaded files.")
-		e.Hint = "Include a file named index.html or at least one file with the .html extension."
-		e.Extra = map[string]any{"receivedFiles": up.files}
-		return e
+	entry, err := s.generateSource(ctx, up)
+	if err != nil {
+		return err
 	}
 	opts, err := pdfopts.ParseJSON(up.options, "document", s.Config.RenderTimeout)
 	if err != nil {
@@ -67,10 +57,14 @@ func (s *Server) generate(c echo.Context) error {
 		sg.abandon(c)
 		return err
 	}
-	job.Kind = &jobspb.Job_Render{Render: &jobspb.RenderJob{
-		BundlePrefix: prefix, Files: up.names(), Entry: entry, Page: opts.Page, Watermark: wm,
-		Print: opts.Print, Info: opts.Info, Encryption: opts.Encryption,
-	}}
+	rj := &jobspb.RenderJob{Page: opts.Page, Watermark: wm, Print: opts.Print, Info: opts.Info, Encryption: opts.Encryption}
+	if up.hasURL {
+		rj.Url = proto.CloneOf(opts.Fetch)
+		rj.Url.Url = up.url
+	} else {
+		rj.BundlePrefix, rj.Files, rj.Entry = prefix, up.names(), entry
+	}
+	job.Kind = &jobspb.Job_Render{Render: rj}
 	res, err := s.runCharged(ctx, u, job)
 	if err != nil {
 		sg.abandon(c)
@@ -81,6 +75,45 @@ func (s *Server) generate(c echo.Context) error {
 		return s.finishGenerate(c, sg, res)
 	}
 	return s.sendBlob(c, res.OutputKey, opts.FileName+".pdf", "application/pdf", "attachment")
+}
+
+// checkPageURL checks the address of a page to render (a generate's url, a
+// batch document's) under the egress rules (DESIGN §4.19) and returns its
+// normal form; the worker's egress applies them again when it fetches.
+func (s *Server) checkPageURL(ctx context.Context, field, raw string) (string, error) {
+	return netguard.New(s.Config.RenderAllowHosts).CheckURL(ctx, field, raw, "use extraHttpHeaders")
+}
+
+// generateSource checks what a generate renders: uploaded files (it returns
+// the entry file) or, with the url field, a page on the web (DESIGN §6,
+// checked against the egress rules now and again when fetched; up.url
+// becomes its normal form).
+func (s *Server) generateSource(ctx context.Context, up *upload) (string, error) {
+	if up.hasURL {
+		if len(up.files) > 0 {
+			return "", apierr.Invalid("url", "send either url or files, not both")
+		}
+		var err error
+		up.url, err = s.checkPageURL(ctx, "url", up.url)
+		return "", err
+	}
+	if len(up.files) == 0 {
+		e := apierr.Bad("No files uploaded. Send the HTML under the form key \"files\", or a page's address under \"url\".")
+		if len(up.otherParts) > 0 {
+			e.Hint = fmt.Sprintf("Files were sent under %q; use the key \"files\".", up.otherParts)
+		} else {
+			e.Hint = "curl -F files=@index.html ..."
+		}
+		return "", e
+	}
+	entry := up.entryFile()
+	if entry == "" {
+		e := apierr.Bad("No HTML file found among the uploaded files.")
+		e.Hint = "Include a file named index.html or at least one file with the .html extension."
+		e.Extra = map[string]any{"receivedFiles": up.files}
+		return "", e
+	}
+	return entry, nil
 }
 
 // sendBlob streams a stored file to the client.

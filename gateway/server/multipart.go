@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/labstack/echo/v4"
@@ -13,10 +14,16 @@ import (
 // maxOptionsBytes bounds the "options" field of a multipart request.
 const maxOptionsBytes = 1 << 20
 
+// maxURLBytes bounds the "url" field.
+const maxURLBytes = 8 << 10
+
 // form is what every multipart route reads besides its files.
 type form struct {
 	// options is the "options" field: JSON, read by the route.
 	options string
+	// url is the "url" field: a page to render instead of files (generate).
+	url    string
+	hasURL bool
 	// otherParts names file parts sent under another key than "files",
 	// for the hint of a request without files.
 	otherParts []string
@@ -71,6 +78,15 @@ func (f *form) readPart(ctx context.Context, field, name, mimeType string, r io.
 			return apierr.Invalid("options", "larger than 1 MiB")
 		}
 		f.options = string(b)
+	case "url":
+		b, err := io.ReadAll(io.LimitReader(r, maxURLBytes+1))
+		if err != nil {
+			return bodyError(err)
+		}
+		if len(b) > maxURLBytes {
+			return apierr.Invalid("url", fmt.Sprintf("at most %d bytes", maxURLBytes))
+		}
+		f.url, f.hasURL = string(b), true
 	default:
 		if name != "" {
 			f.otherParts = append(f.otherParts, field)

@@ -27,6 +27,9 @@ type upload struct {
 	prefix  string
 	files   []uploadedFile
 	options string
+	// url is the "url" field, when sent (hasURL).
+	url    string
+	hasURL bool
 	// otherParts names file parts sent under another key than "files".
 	otherParts []string
 }
@@ -79,6 +82,7 @@ func readUpload(c echo.Context, blobs blob.Store, prefix string) (*upload, error
 	})
 	if form != nil {
 		u.options, u.otherParts = form.options, form.otherParts
+		u.url, u.hasURL = form.url, form.hasURL
 	}
 	return u, err
 }

@@ -27,6 +27,8 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/docrender/docrender/pkg/apitime"
 	"github.com/docrender/docrender/pkg/blob"
 	"github.com/docrender/docrender/pkg/files"
@@ -184,7 +186,9 @@ const inputWriters = 8
 type Document struct {
 	// EntryName is its name in the ZIP (EntryNames).
 	EntryName string
-	HTML      string
+	// HTML is the page, or URL the address of one to fetch (DESIGN §6).
+	HTML string
+	URL  string
 	// Own is the document's own print options (DESIGN §6, its fields over
 	// the batch's options); nil: the batch's.
 	Own *pdfopts.PrintOptions
@@ -242,9 +246,18 @@ func (t *Tracker) Submit(ctx context.Context, r *Record, docs []Document, render
 				},
 			}},
 		}
+		rj := job.GetBatchDocument().Render
+		fetch := render.GetUrl()
 		if own := docs[i].Own; own != nil {
-			rj := job.GetBatchDocument().Render
-			rj.Print, rj.Info, rj.Encryption = own.Print, own.Info, own.Encryption
+			rj.Print, rj.Info, rj.Encryption, fetch = own.Print, own.Info, own.Encryption, own.Fetch
+		}
+		if docs[i].URL != "" {
+			rj.BundlePrefix, rj.Files, rj.Entry = "", nil, ""
+			rj.Url = proto.CloneOf(fetch)
+			if rj.Url == nil {
+				rj.Url = &jobspb.PageURL{}
+			}
+			rj.Url.Url = docs[i].URL
 		}
 		if err := t.q.Publish(ctx, job); err != nil {
 			t.refused(ctx, r, i, err)
@@ -267,6 +280,9 @@ func (t *Tracker) writeInputs(ctx context.Context, id string, docs []Document) e
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
+			if d.URL != "" {
+				return // fetched by the worker
+			}
 			err := t.blobs.Put(ctx, blob.BatchInputs(id, i)+"index.html", strings.NewReader(d.HTML), int64(len(d.HTML)))
 			if err != nil {
 				mu.Lock()

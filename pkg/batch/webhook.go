@@ -11,11 +11,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/docrender/docrender/pkg/apitime"
-	"github.com/docrender/docrender/pkg/invalid"
 	"github.com/docrender/docrender/pkg/netguard"
 	"github.com/docrender/docrender/pkg/queue"
 	"github.com/docrender/docrender/proto/jobspb"
@@ -64,24 +62,8 @@ func Sign(body []byte, secret string) string {
 // rather than never receiving a notification. Delivery checks again at
 // dial time (a DNS name may change).
 func CheckWebhookURL(ctx context.Context, raw string, policy *netguard.Policy) error {
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
-		return invalid.Field("webhook.url", "must be an absolute http or https URL")
-	}
-	if u.User != nil {
-		return invalid.Field("webhook.url", "must not carry credentials; use webhook.secret to authenticate deliveries")
-	}
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-	}
-	if _, err := policy.Resolve(ctx, u.Hostname(), port); err != nil {
-		if errors.Is(err, netguard.ErrBlocked) {
-			return invalid.Field("webhook.url", "points at a private, loopback or link-local address")
-		}
-		return invalid.Field("webhook.url", "host cannot be resolved")
-	}
-	return nil
+	_, err := policy.CheckURL(ctx, "webhook.url", raw, "use webhook.secret to authenticate deliveries")
+	return err
 }
 
 // Notify queues the webhook of a batch that has ended, if it has one. The

@@ -10,8 +10,11 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
 	"strings"
 	"time"
+
+	"github.com/docrender/docrender/pkg/invalid"
 )
 
 // ErrBlocked is returned (wrapped) for an address the policy refuses.
@@ -99,6 +102,44 @@ func (p *Policy) Resolve(ctx context.Context, host, port string) ([]netip.Addr, 
 		}
 	}
 	return ips, nil
+}
+
+// CheckURL validates a client's URL field (a webhook, a page to render):
+// absolute http(s) with a host, no credentials, at most 8 KiB, reachable
+// under the policy now. It returns the URL without its fragment, or an
+// *invalid.Error naming field. The policy is applied again when the URL is
+// used (DNS may change, redirects may lead elsewhere): this check gives the
+// client an early, clear answer.
+func (p *Policy) CheckURL(ctx context.Context, field, raw, credentialsHint string) (string, error) {
+	s := strings.TrimSpace(raw)
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		return "", invalid.Field(field, "must be an absolute http or https URL")
+	}
+	if u.User != nil {
+		return "", invalid.Field(field, "must not carry credentials; "+credentialsHint)
+	}
+	if len(s) > 8<<10 {
+		return "", invalid.Field(field, "at most 8192 characters")
+	}
+	if _, err := p.ResolveURL(ctx, u); err != nil {
+		if errors.Is(err, ErrBlocked) {
+			return "", invalid.Field(field, "points at a private, loopback or link-local address")
+		}
+		return "", invalid.Field(field, "host cannot be resolved")
+	}
+	u.Fragment = ""
+	return u.String(), nil
+}
+
+// ResolveURL is Resolve for an http(s) URL's host and port (the scheme's
+// default when none is given).
+func (p *Policy) ResolveURL(ctx context.Context, u *url.URL) ([]netip.Addr, error) {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	return p.Resolve(ctx, u.Hostname(), port)
 }
 
 // zoned reports whether any of ips carries an IPv6 zone: allowing a host

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 
+	"github.com/docrender/docrender/pkg/invalid"
 	"github.com/docrender/docrender/pkg/netguard"
 )
 
@@ -115,5 +117,34 @@ func TestDialBlocksLoopbackUnlessAllowed(t *testing.T) {
 				t.Fatalf("err = %v, want ErrBlocked", err)
 			}
 		})
+	}
+}
+
+func TestCheckURL(t *testing.T) {
+	p := netguard.New([]string{"127.0.0.1:8080"})
+	for _, tc := range []struct {
+		in, want, problem string
+	}{
+		{"http://93.184.215.14/a?b=c#frag", "http://93.184.215.14/a?b=c", ""},
+		{" http://127.0.0.1:8080/ ", "http://127.0.0.1:8080/", ""}, // allow-listed
+		{"http://127.0.0.1:8081/", "", "private"},
+		{"http://[::1]/", "", "private"},
+		{"http://169.254.169.254/latest/meta-data/", "", "private"},
+		{"ftp://example.com/", "", "absolute http"},
+		{"file:///etc/passwd", "", "absolute http"},
+		{"javascript:alert(1)", "", "absolute http"},
+		{"https://user:pw@93.184.215.14/", "", "credentials"},
+		{"/relative", "", "absolute http"},
+		{"https://", "", "absolute http"},
+		{"http://no-such-host.invalid/", "", "resolved"},
+	} {
+		got, err := p.CheckURL(t.Context(), "url", tc.in, "use headers")
+		var bad *invalid.Error
+		switch {
+		case tc.problem == "" && (err != nil || got != tc.want):
+			t.Errorf("CheckURL(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		case tc.problem != "" && (!errors.As(err, &bad) || bad.Field != "url" || !strings.Contains(bad.Problem, tc.problem)):
+			t.Errorf("CheckURL(%q) = %v; want a problem with url mentioning %q", tc.in, err, tc.problem)
+		}
 	}
 }

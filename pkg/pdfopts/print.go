@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -419,23 +418,4 @@ func (p PrintRaw) fetch() (*jobspb.PageURL, error) {
 		f.UserAgent = ua
 	}
 	return f, nil
-}
-
-// PageURL validates the address of a URL render: absolute http(s) with a
-// host and no credentials. Whether it may be reached is the egress rules'
-// call (DESIGN §4.19), made when it is fetched, redirects included.
-func PageURL(field, raw string) (string, error) {
-	s := strings.TrimSpace(raw)
-	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
-		return "", invalid.Field(field, "must be an absolute http or https URL")
-	}
-	if u.User != nil {
-		return "", invalid.Field(field, "must not carry credentials; use extraHttpHeaders")
-	}
-	if len(s) > 8<<10 {
-		return "", invalid.Field(field, "at most 8192 characters")
-	}
-	u.Fragment = ""
-	return u.String(), nil
 }

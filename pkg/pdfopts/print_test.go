@@ -124,27 +124,6 @@ func TestPrintOver(t *testing.T) {
 	}
 }
 
-func TestPageURL(t *testing.T) {
-	for _, tc := range []struct {
-		in, want string
-		ok       bool
-	}{
-		{"https://example.com/a?b=c#frag", "https://example.com/a?b=c", true},
-		{" http://127.0.0.1:8080/ ", "http://127.0.0.1:8080/", true},
-		{"ftp://example.com/", "", false},
-		{"file:///etc/passwd", "", false},
-		{"javascript:alert(1)", "", false},
-		{"https://user:pw@example.com/", "", false},
-		{"/relative", "", false},
-		{"https://", "", false},
-	} {
-		got, err := PageURL("url", tc.in)
-		if (err == nil) != tc.ok || got != tc.want {
-			t.Errorf("PageURL(%q) = %q, %v", tc.in, got, err)
-		}
-	}
-}
-
 // A header or footer gets room in the margins unless the client set them.
 func TestMakeRoom(t *testing.T) {
 	for _, tc := range []struct {
