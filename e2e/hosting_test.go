@@ -197,7 +197,8 @@ func (c *client) host(html string, opts map[string]any) hosted {
 	resp := c.generate([]file{htmlFile("index.html", html)}, o)
 	mustStatus(c.t, resp, http.StatusOK)
 	var h hosted
-	raw := exactKeys(c.t, resp, "url", "pdfId", "expiresAt")
+	// A file rendered for the answer carries its render report (DESIGN §6).
+	raw := exactKeys(c.t, resp, "url", "pdfId", "expiresAt", "report")
 	if err := json.Unmarshal(raw, &h); err != nil {
 		c.t.Fatal(err)
 	}

@@ -101,6 +101,11 @@ func (w *Worker) handleBatchDoc(ctx context.Context, job *jobspb.Job, doc *jobsp
 	if res.ErrorKind != jobspb.ErrorKind_ERROR_KIND_NONE {
 		return res, w.patiently(ctx, "failing the batch", func() error { return w.failBatchDoc(ctx, r, i, res.ErrorMessage) })
 	}
+	if r.Report {
+		if err := w.keepDocReport(ctx, r, i, res.Report); err != nil {
+			return nil, err
+		}
+	}
 	var n int
 	err = w.patiently(ctx, "counting the document", func() (err error) {
 		n, err = bt.DocDone(ctx, r, i)

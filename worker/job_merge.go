@@ -41,6 +41,10 @@ func (w *Worker) handleMerge(ctx context.Context, job *jobspb.Job) (*jobspb.Resu
 	if res, err := editFailure(err); res != nil || err != nil {
 		return res, err
 	}
+	// DESIGN §6 metadata, then encryption: the last edit of the PDF.
+	if out, err = finishDocument(ctx, out, mj.Info, mj.Encryption); err != nil {
+		return finishFailure(err)
+	}
 	res, err := w.store(ctx, job, out)
 	if err != nil {
 		return nil, err

@@ -30,13 +30,16 @@ func (w *Worker) handleRender(ctx context.Context, job *jobspb.Job, rj *jobspb.R
 	out, err := w.renderer.Render(ctx, b, rj, timeout)
 	pdf := out.PDF
 	var bad *render.InputError
+	var failedCheck *render.CheckError
 	switch {
 	case errors.As(err, &bad):
 		// A page hook found something the client must fix (a bad data-qr).
 		return failure(jobspb.ErrorKind_ERROR_KIND_BAD_INPUT, bad.Message), nil
 	case errors.Is(err, render.ErrTimeout):
-		return failure(jobspb.ErrorKind_ERROR_KIND_TIMEOUT,
-			fmt.Sprintf("Rendering exceeded the time limit of %s.", timeout)), nil
+		return failure(jobspb.ErrorKind_ERROR_KIND_TIMEOUT, timeoutMessage(err, timeout)), nil
+	case errors.As(err, &failedCheck):
+		// failOnConsoleErrors, failOnResourceErrors (DESIGN §6): no PDF.
+		return checkFailure(failedCheck), nil
 	case errors.Is(err, render.ErrPage):
 		return failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, "The HTML could not be rendered."), nil
 	case err != nil:
@@ -48,5 +51,21 @@ func (w *Worker) handleRender(ctx context.Context, job *jobspb.Job, rj *jobspb.R
 			return renderedWatermarkFailure(err)
 		}
 	}
-	return w.store(ctx, job, pdf)
+	// DESIGN §6 metadata, then encryption: the last edit of the PDF. Count
+	// pages before it (or on out.PDF): pdfedit.PageCount cannot open a PDF
+	// encrypted with a user password.
+	if pdf, err = finishDocument(ctx, pdf, rj.Info, rj.Encryption); err != nil {
+		return finishFailure(err)
+	}
+	return w.storeRendered(ctx, job, pdf, out)
+}
+
+// timeoutMessage says the render ran out of time, and in which wait of the
+// job's (DESIGN §6), when it was in one.
+func timeoutMessage(err error, timeout time.Duration) string {
+	var wait *render.WaitError
+	if errors.As(err, &wait) {
+		return fmt.Sprintf("Rendering exceeded the time limit of %s waiting for %s.", timeout, wait.Wait)
+	}
+	return fmt.Sprintf("Rendering exceeded the time limit of %s.", timeout)
 }

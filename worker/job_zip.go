@@ -118,6 +118,11 @@ func (w *Worker) writeZip(ctx context.Context, out io.Writer, r *batch.Record, n
 		return flate.NewWriter(w, flate.BestSpeed)
 	})
 	now := time.Now()
+	if r.Report {
+		if err := w.addReport(ctx, zw, r, names, now); err != nil {
+			return err
+		}
+	}
 	for i, name := range names {
 		if err := ctx.Err(); err != nil {
 			return err

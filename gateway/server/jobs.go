@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -110,8 +111,12 @@ func resultError(res *jobspb.Result) error {
 	case jobspb.ErrorKind_ERROR_KIND_CHECK_FAILED:
 		return checkFailed(res)
 	case jobspb.ErrorKind_ERROR_KIND_TIMEOUT:
-		return apierr.New(http.StatusInternalServerError, res.ErrorMessage).
-			WithHint("Make the page finish loading sooner, or remove scripts that never end.")
+		hint := "Make the page finish loading sooner, or remove scripts that never end."
+		if strings.Contains(res.ErrorMessage, " waiting for ") {
+			// The worker names the wait (DESIGN §6): it never came true.
+			hint = "The wait never came true: check that the page ever matches it, or wait for something else."
+		}
+		return apierr.New(http.StatusInternalServerError, res.ErrorMessage).WithHint(hint)
 	}
 	return apierr.New(http.StatusInternalServerError, res.ErrorMessage)
 }

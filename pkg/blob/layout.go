@@ -52,3 +52,9 @@ func BatchPDF(batchID string, i int) string {
 // BatchWatermark is where a batch's watermark image is stored, once for all
 // of its documents (OffloadWatermark).
 func BatchWatermark(batchID string) string { return BatchDir(batchID) + "watermark.png" }
+
+// BatchReport is where document i of a batch keeps its render report for
+// the batch's report.json (DESIGN §6), until the ZIP is built.
+func BatchReport(batchID string, i int) string {
+	return BatchDir(batchID) + "report/" + strconv.Itoa(i) + ".json"
+}

@@ -95,6 +95,8 @@ type slot struct {
 	stale bool
 	// scripted means the tab left home with scripts on and needs cleaning.
 	scripted bool
+	// emulated means the job changed the tab's emulation (Tab.EmulateMedia).
+	emulated bool
 }
 
 // Pool is a Chromium with warm isolated tabs.
@@ -390,6 +392,9 @@ func (p *Pool) release(s *slot, clean bool) {
 		} else {
 			err = p.checkHome(s)
 		}
+		if err == nil && s.emulated {
+			err = p.resetEmulation(s)
+		}
 		if err == nil {
 			return
 		}
@@ -417,6 +422,18 @@ func (p *Pool) checkHome(s *slot) error {
 	if !strings.HasPrefix(info.TargetInfo.URL, p.cfg.HomeURL) {
 		return fmt.Errorf("tab left home for %s", info.TargetInfo.URL)
 	}
+	return nil
+}
+
+// resetEmulation gives the next job the print media type a job changed.
+func (p *Pool) resetEmulation(s *slot) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	// An empty media type ends the override.
+	if err := (proto.EmulationSetEmulatedMedia{}).Call(s.page.Context(ctx)); err != nil {
+		return fmt.Errorf("reset media: %w", err)
+	}
+	s.emulated = false
 	return nil
 }
 

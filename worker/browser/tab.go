@@ -33,6 +33,14 @@ func (t *Tab) Navigate(url string) error {
 	return navigate(t.Page(), url, true)
 }
 
+// EmulateMedia makes the page's CSS media type media ("screen") for this
+// job. Emulation belongs to the tab, not to a document: the pool sets it
+// back before the tab's next job.
+func (t *Tab) EmulateMedia(media string) error {
+	t.s.emulated = true
+	return proto.EmulationSetEmulatedMedia{Media: media}.Call(t.Page())
+}
+
 // navigate sets whether the page's scripts run, then loads url. Scripts are
 // set first: turned off, no timer of the page being left runs again.
 func navigate(page *rod.Page, url string, scripts bool) error {

@@ -94,6 +94,8 @@ func (p *Proxy) Close() error {
 // Site is where a registered bundle is served.
 type Site struct {
 	token string
+	// refused is what the egress rules refused the job's page (Refused).
+	refused *refusals
 }
 
 // URL is the address of the bundle's file name on a host of the bundle's
@@ -122,7 +124,8 @@ func EscapePath(p string) string {
 // Lane is a listener of its own for one browser tab. It serves the files of
 // the job its tab runs, and notes whether the tab reached anything beyond
 // them, which decides whether the tab's browser context can serve the next
-// job or must be thrown away.
+// job or must be thrown away, and what the egress rules refused the job
+// (Site.Refused, for its render report).
 type Lane struct {
 	p       *Proxy
 	ln      net.Listener
@@ -139,6 +142,7 @@ type job struct {
 	// (browser.Tab.Open), its files under HomeURL/<token>/; otherwise it
 	// runs scripts on its own host, b<token>.
 	written bool
+	refused *refusals
 }
 
 // NewLane opens a lane on a fresh loopback port.
@@ -167,9 +171,9 @@ func (p *Proxy) NewLane() (*Lane, error) {
 func (l *Lane) Serve(b Bundle, written bool) (Site, func()) {
 	tok := make([]byte, 16)
 	rand.Read(tok)
-	j := &job{token: hex.EncodeToString(tok), files: b, written: written}
+	j := &job{token: hex.EncodeToString(tok), files: b, written: written, refused: &refusals{}}
 	l.job.Store(j)
-	return Site{token: j.token}, func() { l.job.CompareAndSwap(j, nil) }
+	return Site{token: j.token, refused: j.refused}, func() { l.job.CompareAndSwap(j, nil) }
 }
 
 // Addr is the lane's host:port for the browser context's proxy setting.
@@ -192,7 +196,7 @@ func isBundle(r *http.Request) bool {
 // (nil: none).
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, j *job) {
 	if r.Method == http.MethodConnect {
-		p.connect(w, r)
+		p.connect(w, r, j)
 		return
 	}
 	if r.URL.Host == "" {
@@ -208,7 +212,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, j *job) {
 		http.Error(w, "scheme not allowed", http.StatusForbidden)
 		return
 	}
-	p.forward(w, r)
+	p.forward(w, r, j)
 }
 
 // serveBundle serves the home page, or a file of j where j's page may load
@@ -249,8 +253,13 @@ func serveBundle(w http.ResponseWriter, r *http.Request, host string, j *job) {
 	w.Write(data)
 }
 
-func (p *Proxy) refuse(w http.ResponseWriter, target string, err error) {
-	p.log.Info("render egress blocked", "target", target, "err", err)
+// refuse answers a request the egress rules refused, and notes it for j's
+// render report (nil: no job's).
+func (p *Proxy) refuse(w http.ResponseWriter, j *job, f Refusal, err error) {
+	p.log.Info("render egress blocked", "target", f.host(), "err", err)
+	if j != nil {
+		j.refused.add(f)
+	}
 	http.Error(w, "blocked by docrender", http.StatusForbidden)
 }
 
@@ -258,7 +267,7 @@ func (p *Proxy) refuse(w http.ResponseWriter, target string, err error) {
 var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
 	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
 
-func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, j *job) {
 	out := r.Clone(r.Context())
 	out.RequestURI = ""
 	for _, h := range hopHeaders {
@@ -277,7 +286,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
 	resp, err := p.transport.RoundTrip(out)
 	if err != nil {
 		if errors.Is(err, netguard.ErrBlocked) {
-			p.refuse(w, r.URL.Host, err)
+			p.refuse(w, j, Refusal{URL: r.URL.String()}, err)
 			return
 		}
 		http.Error(w, "upstream unreachable", http.StatusBadGateway)
@@ -297,7 +306,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
 }
 
 // connect tunnels TLS (and WebSocket) traffic to an allowed address.
-func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
+func (p *Proxy) connect(w http.ResponseWriter, r *http.Request, j *job) {
 	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
 	defer cancel()
 	host, port, err := net.SplitHostPort(r.Host)
@@ -308,7 +317,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	up, err := p.policy.DialContext(ctx, "tcp", net.JoinHostPort(host, port))
 	if err != nil {
 		if errors.Is(err, netguard.ErrBlocked) {
-			p.refuse(w, r.Host, err)
+			p.refuse(w, j, Refusal{URL: r.Host, Tunnel: true}, err)
 			return
 		}
 		http.Error(w, "upstream unreachable", http.StatusBadGateway)

@@ -4,7 +4,6 @@
 package render
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/go-rod/rod"
-	"github.com/go-rod/rod/lib/proto"
 
 	"github.com/docrender/docrender/pkg/blob"
 	"github.com/docrender/docrender/proto/jobspb"
@@ -82,8 +80,15 @@ type Output struct {
 // Render prints rj's entry page (rj.Entry of bundle b) to PDF, as rj.Page
 // and rj.Print say. timeout bounds loading, waiting and printing together.
 func (r *Renderer) Render(ctx context.Context, b egress.Bundle, rj *jobspb.RenderJob, timeout time.Duration) (Output, error) {
-	entry, page := rj.GetEntry(), rj.GetPage()
+	entry, page, pr := rj.GetEntry(), rj.GetPage(), rj.GetPrint()
 	html, static := withoutScripts(b, entry)
+	// waitForExpression is the client's script: it runs on the page's own
+	// origin, never in the home document that every job shares.
+	static = static && pr.GetWaitForExpression() == ""
+	margins, err := marginTemplates(b, page, pr)
+	if err != nil {
+		return Output{}, err
+	}
 
 	selectors := make([]string, len(r.Hooks))
 	for i, h := range r.Hooks {
@@ -94,8 +99,9 @@ func (r *Renderer) Render(ctx context.Context, b egress.Bundle, rj *jobspb.Rende
 	defer cancel()
 	var out []byte
 	start := time.Now()
-	var tabAt, loadedAt, hooksAt time.Duration
-	err := r.Pool.Tab(ctx, func(t *browser.Tab) error {
+	var tabAt, loadedAt, waitedAt, hooksAt time.Duration
+	var report *collector
+	err = r.Pool.Tab(ctx, func(t *browser.Tab) error {
 		tabAt = time.Since(start)
 		lane, ok := t.Lane().(fileServer)
 		if !ok {
@@ -104,6 +110,17 @@ func (r *Renderer) Render(ctx context.Context, b egress.Bundle, rj *jobspb.Rende
 		site, unserve := lane.Serve(b, static)
 		defer unserve()
 		p := t.Page()
+		c, err := startCollector(ctx, p, site)
+		if err != nil {
+			return fmt.Errorf("%w: report: %v", ErrPage, err)
+		}
+		defer c.close()
+		if pr.GetMediaScreen() {
+			// Before loading: what loads may depend on the media type.
+			if err := t.EmulateMedia("screen"); err != nil {
+				return fmt.Errorf("%w: media: %v", ErrPage, err)
+			}
+		}
 		var matched []bool
 		if static {
 			if err := t.Open(site.HomeURL(entry), html, loadedJS, &matched, selectors); err != nil {
@@ -118,6 +135,10 @@ func (r *Renderer) Render(ctx context.Context, b egress.Bundle, rj *jobspb.Rende
 			}
 		}
 		loadedAt = time.Since(start)
+		if err := waitFor(ctx, p, pr); err != nil {
+			return err
+		}
+		waitedAt = time.Since(start)
 		for i, h := range r.Hooks {
 			if i < len(matched) && matched[i] {
 				if err := h.Run(ctx, p); err != nil {
@@ -126,18 +147,19 @@ func (r *Renderer) Render(ctx context.Context, b egress.Bundle, rj *jobspb.Rende
 			}
 		}
 		hooksAt = time.Since(start)
-		req := printRequest(page)
-		s, err := p.PDF(req)
+		release, err := preloadFonts(p, margins.fonts)
 		if err != nil {
-			return fmt.Errorf("%w: print: %v", ErrPage, err)
+			return err
 		}
-		var buf bytes.Buffer
-		if _, err := io.Copy(&buf, s); err != nil {
-			return fmt.Errorf("%w: read pdf: %v", ErrPage, err)
+		out, err = printPDF(ctx, p, printRequest(page, pr, margins))
+		release()
+		if err != nil {
+			return err
 		}
-		out = buf.Bytes()
+		c.finish(ctx)
+		report = c
 		r.log().DebugContext(ctx, "rendered", "scripts", !static, "tab_ms", ms(tabAt), "load_ms", ms(loadedAt-tabAt),
-			"hooks_ms", ms(hooksAt-loadedAt), "print_ms", ms(time.Since(start)-hooksAt))
+			"wait_ms", ms(waitedAt-loadedAt), "hooks_ms", ms(hooksAt-waitedAt), "print_ms", ms(time.Since(start)-hooksAt))
 		return nil
 	})
 	if err != nil {
@@ -145,11 +167,15 @@ func (r *Renderer) Render(ctx context.Context, b egress.Bundle, rj *jobspb.Rende
 			return Output{}, err
 		}
 		if ctx.Err() != nil {
+			var wait *WaitError
+			if errors.As(err, &wait) {
+				return Output{}, fmt.Errorf("%w after %s: %w", ErrTimeout, timeout, wait)
+			}
 			return Output{}, fmt.Errorf("%w after %s", ErrTimeout, timeout)
 		}
 		return Output{}, err
 	}
-	return Output{PDF: out, Report: &jobspb.Report{RenderMs: time.Since(start).Milliseconds()}}, nil
+	return report.output(out, time.Since(start), rj.GetPrint())
 }
 
 // fileServer is a tab's lane that serves the job's files (*egress.Lane).
@@ -170,18 +196,3 @@ const loadedJS = `async (selectors) => {
 	await document.fonts.ready;
 	return selectors.map(s => document.querySelector(s + ', iframe, frame') !== null);
 }`
-
-func printRequest(pg *jobspb.Page) *proto.PagePrintToPDF {
-	f := func(v float64) *float64 { return &v }
-	return &proto.PagePrintToPDF{
-		Landscape:         pg.Landscape,
-		PrintBackground:   true,
-		PaperWidth:        f(pg.WidthIn),
-		PaperHeight:       f(pg.HeightIn),
-		MarginTop:         f(pg.MarginTopIn),
-		MarginRight:       f(pg.MarginRightIn),
-		MarginBottom:      f(pg.MarginBottomIn),
-		MarginLeft:        f(pg.MarginLeftIn),
-		PreferCSSPageSize: pg.PreferCssPageSize,
-	}
-}

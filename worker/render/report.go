@@ -1,0 +1,414 @@
+package render
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-rod/rod"
+	"github.com/go-rod/rod/lib/proto"
+
+	"github.com/docrender/docrender/proto/jobspb"
+	"github.com/docrender/docrender/worker/egress"
+)
+
+// Bounds of a render report (DESIGN §6). A hostile page may log a million
+// errors or ask for a million addresses: the report keeps the first ones,
+// each cut short, and the checks count them all.
+const (
+	maxReportEntries = 100
+	maxReportString  = 2 << 10
+	// maxTracked bounds the page's requests whose outcome is awaited at once.
+	maxTracked = 4096
+	// finishWait bounds the wait for the events of the page up to printing.
+	finishWait = 2 * time.Second
+)
+
+// markPrefix starts the console messages that fence a job's events in.
+const markPrefix = "docrender-report-"
+
+// writeMark writes mark to the console from a world of its own, where
+// the page's scripts cannot silence it by replacing console.debug. It
+// works with scripts off.
+func writeMark(page *rod.Page, mark string) error {
+	world, err := proto.PageCreateIsolatedWorld{FrameID: page.FrameID, WorldName: "docrender-report"}.Call(page)
+	if err != nil {
+		return fmt.Errorf("isolated world: %w", err)
+	}
+	res, err := proto.RuntimeEvaluate{Expression: "console.debug(" + strconv.Quote(mark) + ")", ContextID: world.ExecutionContextID}.Call(page)
+	if err != nil {
+		return err
+	}
+	if res.ExceptionDetails != nil {
+		return fmt.Errorf("mark: %s", res.ExceptionDetails.Text)
+	}
+	return nil
+}
+
+// collector gathers what a render's report lists from its tab's events: the
+// page's failed requests and console errors, and (from the site's lane)
+// what the egress rules refused it.
+//
+// Tabs are reused, so it must not hear anything of an earlier job. A
+// session's events come in the order they happened, so it ignores every
+// event before its start mark, written to the console before the page is
+// opened, and every request that started before the mark (an earlier
+// page's load still in flight fails when this job's page replaces it).
+// The end mark, written after printing, follows everything the page did
+// before it: once it arrives the report is complete.
+type collector struct {
+	page       *rod.Page
+	site       egress.Site
+	start, end string
+	stop       context.CancelFunc
+	done       chan struct{}
+	ended      chan struct{}
+
+	mu       sync.Mutex
+	started  bool
+	requests map[proto.NetworkRequestID]string
+	failed   []*jobspb.FailedRequest
+	console  []string
+	// tunnels is the first URL the page saw refused for each refused
+	// tunnel: the lane knows only its host and port.
+	tunnels map[egress.Refusal]string
+	// files are the file: URLs the browser refused the page (DESIGN
+	// §4.19): blocked, though not by the lane.
+	files []string
+	// Totals, beyond what the lists keep.
+	nFailed, nConsole, nFiles int
+}
+
+// startCollector starts listening to page's events for the job served at
+// site, and writes the start mark.
+func startCollector(ctx context.Context, page *rod.Page, site egress.Site) (*collector, error) {
+	ctx, stop := context.WithCancel(ctx)
+	c := &collector{page: page, site: site, start: markPrefix + rand.Text(), end: markPrefix + rand.Text(),
+		stop: stop, done: make(chan struct{}), ended: make(chan struct{}),
+		requests: map[proto.NetworkRequestID]string{}, tunnels: map[egress.Refusal]string{}}
+	// Subscribed here, before the mark is written: nothing after it is missed.
+	wait := page.Context(ctx).EachEvent(c.onConsole, c.onException, c.onRequest, c.onResponse, c.onFinished, c.onFailed)
+	go func() {
+		defer close(c.done)
+		wait()
+	}()
+	if err := writeMark(page, c.start); err != nil {
+		c.close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// close stops listening; the lists stay as they are.
+func (c *collector) close() {
+	c.stop()
+	<-c.done
+}
+
+// finish waits (briefly: the PDF is printed already) until the events of
+// everything the page did before now have arrived, then stops listening.
+func (c *collector) finish(ctx context.Context) {
+	defer c.close()
+	ctx, cancel := context.WithTimeout(ctx, finishWait)
+	defer cancel()
+	if err := writeMark(c.page.Context(ctx), c.end); err != nil {
+		return
+	}
+	select {
+	case <-c.ended:
+	case <-ctx.Done():
+	}
+}
+
+func (c *collector) onConsole(e *proto.RuntimeConsoleAPICalled) {
+	if mark, ok := markOf(e); ok {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		switch {
+		case mark == c.start:
+			c.started = true
+		case mark == c.end && c.started:
+			c.started = false
+			close(c.ended)
+		}
+		return
+	}
+	if e.Type == proto.RuntimeConsoleAPICalledTypeError {
+		c.addConsole(consoleText(e.Args))
+	}
+}
+
+func (c *collector) onException(e *proto.RuntimeExceptionThrown) {
+	c.addConsole(exceptionText(e.ExceptionDetails))
+}
+
+func (c *collector) onRequest(e *proto.NetworkRequestWillBeSent) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.started || isFavicon(e) {
+		return
+	}
+	// A redirect reuses the ID: the URL that fails is the last one. A
+	// request from before the start mark stays ignored through redirects.
+	_, tracked := c.requests[e.RequestID]
+	if tracked || (e.RedirectResponse == nil && len(c.requests) < maxTracked) {
+		c.requests[e.RequestID] = clip(e.Request.URL)
+	}
+}
+
+func (c *collector) onResponse(e *proto.NetworkResponseReceived) {
+	if e.Response.Status >= 400 {
+		c.addFailed(e.RequestID, &jobspb.FailedRequest{Status: int32(e.Response.Status)})
+	}
+}
+
+func (c *collector) onFinished(e *proto.NetworkLoadingFinished) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.requests, e.RequestID)
+}
+
+func (c *collector) onFailed(e *proto.NetworkLoadingFailed) {
+	if e.Canceled {
+		// The page or the browser let go of it (a replaced image, a stop):
+		// not the resource's failure.
+		c.forget(e.RequestID)
+		return
+	}
+	msg := e.ErrorText
+	if e.BlockedReason != "" {
+		msg = strings.TrimSpace(msg + " (blocked: " + string(e.BlockedReason) + ")")
+	}
+	c.addFailed(e.RequestID, &jobspb.FailedRequest{Error: msg})
+}
+
+func (c *collector) forget(id proto.NetworkRequestID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.requests, id)
+}
+
+// addFailed notes that request id of this job failed, once, unless it was
+// one the egress rules refused: the report lists that as blocked.
+func (c *collector) addFailed(id proto.NetworkRequestID, f *jobspb.FailedRequest) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	u, ok := c.requests[id]
+	if !ok {
+		return // before the start mark, or already reported
+	}
+	delete(c.requests, id)
+	if strings.HasPrefix(strings.ToLower(u), "file:") {
+		// Chromium never lets a page served over http load one.
+		c.nFiles++
+		if len(c.files) < maxReportEntries {
+			c.files = append(c.files, truncate(u))
+		}
+		return
+	}
+	if r, refused := c.site.RefusalOf(u); refused {
+		if _, seen := c.tunnels[r]; r.Tunnel && !seen && len(c.tunnels) < maxReportEntries {
+			c.tunnels[r] = u
+		}
+		return
+	}
+	c.nFailed++
+	if len(c.failed) < maxReportEntries {
+		f.Url = truncate(c.site.Relative(u))
+		f.Error = truncate(f.Error)
+		c.failed = append(c.failed, f)
+	}
+}
+
+func (c *collector) addConsole(msg string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.started {
+		return
+	}
+	c.nConsole++
+	if len(c.console) < maxReportEntries {
+		c.console = append(c.console, truncate(c.site.Relative(msg)))
+	}
+}
+
+// findings is what a finished collector found.
+type findings struct {
+	report                      *jobspb.Report
+	nFailed, nBlocked, nConsole int
+}
+
+// findings returns what the collector found, with what the site's lane
+// refused the page.
+func (c *collector) findings() findings {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	refused := c.site.Refused()
+	rep := &jobspb.Report{FailedRequests: c.failed, ConsoleErrors: c.console}
+	for _, r := range refused[:min(len(refused), maxReportEntries)] {
+		rep.BlockedRequests = append(rep.BlockedRequests, truncate(c.site.Relative(c.blockedURL(r))))
+	}
+	rep.BlockedRequests = append(rep.BlockedRequests, c.files[:min(len(c.files), maxReportEntries-len(rep.BlockedRequests))]...)
+	return findings{report: rep, nFailed: c.nFailed, nBlocked: len(refused) + c.nFiles, nConsole: c.nConsole}
+}
+
+// blockedURL is the address the report names for refusal r: the URL the
+// page asked for, where the lane's record falls short of it.
+func (c *collector) blockedURL(r egress.Refusal) string {
+	if !r.Tunnel {
+		return r.URL
+	}
+	if u, ok := c.tunnels[r]; ok {
+		return u
+	}
+	return "https://" + strings.TrimSuffix(r.URL, ":443")
+}
+
+// check returns the failure of the checks pr asks for (Print.fail_on_*)
+// given f, or nil.
+func (f findings) check(pr *jobspb.Print) error {
+	var parts []string
+	if pr.GetFailOnConsoleErrors() && f.nConsole > 0 {
+		parts = append(parts, "the page logged "+count(f.nConsole, "console error"))
+	}
+	if pr.GetFailOnResourceErrors() {
+		if f.nFailed > 0 {
+			parts = append(parts, count(f.nFailed, "request")+" failed")
+		}
+		if f.nBlocked > 0 {
+			parts = append(parts, count(f.nBlocked, "request")+wasWere(f.nBlocked)+" blocked by the egress rules")
+		}
+	}
+	if parts == nil {
+		return nil
+	}
+	msg := strings.Join(parts, "; ")
+	return &CheckError{Message: strings.ToUpper(msg[:1]) + msg[1:] + ".", Report: f.report}
+}
+
+// CheckError is a render whose checks failed (DESIGN §6 failOnConsoleErrors,
+// failOnResourceErrors): the job fails with Message, and Report says why.
+type CheckError struct {
+	Message string
+	Report  *jobspb.Report
+}
+
+func (e *CheckError) Error() string { return "render: check failed: " + e.Message }
+
+func count(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+func wasWere(n int) string {
+	if n == 1 {
+		return " was"
+	}
+	return " were"
+}
+
+// output is the Output of a render that printed pdf in elapsed time, as
+// far as its report and checks go.
+func (c *collector) output(pdf []byte, elapsed time.Duration, pr *jobspb.Print) (Output, error) {
+	f := c.findings()
+	f.report.RenderMs = elapsed.Milliseconds()
+	return Output{PDF: pdf, Report: f.report}, f.check(pr)
+}
+
+// markOf returns the collector mark e writes, if it is one.
+func markOf(e *proto.RuntimeConsoleAPICalled) (string, bool) {
+	if e.Type != proto.RuntimeConsoleAPICalledTypeDebug || len(e.Args) != 1 || e.Args[0].Type != proto.RuntimeRemoteObjectTypeString {
+		return "", false
+	}
+	s := e.Args[0].Value.Str()
+	return s, strings.HasPrefix(s, markPrefix)
+}
+
+// isFavicon is the browser asking for the page's icon by itself, which no
+// page is to blame for lacking.
+func isFavicon(e *proto.NetworkRequestWillBeSent) bool {
+	if e.Type != proto.NetworkResourceTypeOther {
+		return false
+	}
+	u, err := url.Parse(e.Request.URL)
+	return err == nil && u.Path == "/favicon.ico"
+}
+
+// consoleText is what console.error printed: its arguments, separated by
+// spaces (format directives are left as they are).
+func consoleText(args []*proto.RuntimeRemoteObject) string {
+	parts := make([]string, 0, len(args))
+	size := 0
+	for _, a := range args {
+		if size > maxReportString {
+			break // the rest would be cut off anyway
+		}
+		s := remoteText(a)
+		size += len(s) + 1
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, " ")
+}
+
+// remoteText is how the console shows a logged value, in short.
+func remoteText(a *proto.RuntimeRemoteObject) string {
+	switch {
+	case a == nil:
+		return ""
+	case a.Type == proto.RuntimeRemoteObjectTypeString:
+		return a.Value.Str()
+	case a.UnserializableValue != "":
+		return string(a.UnserializableValue)
+	case a.Description != "":
+		return a.Description
+	case a.Type == proto.RuntimeRemoteObjectTypeUndefined:
+		return "undefined"
+	}
+	return a.Value.JSON("", "")
+}
+
+// exceptionText is an uncaught exception as the console shows it first:
+// "Uncaught Error: boom", and where it was thrown.
+func exceptionText(d *proto.RuntimeExceptionDetails) string {
+	if d == nil {
+		return ""
+	}
+	msg := d.Text
+	if d.Exception != nil {
+		// An Error's description is its stack; its first line says what.
+		first, _, _ := strings.Cut(remoteText(d.Exception), "\n")
+		if msg == "" || msg == "Uncaught" || msg == "Uncaught (in promise)" {
+			msg = strings.TrimSpace(msg + " " + first)
+		}
+	}
+	if d.URL != "" {
+		msg += fmt.Sprintf(" (%s:%d)", d.URL, d.LineNumber+1)
+	}
+	return msg
+}
+
+// clip keeps enough of a URL to report it (truncate marks where it was
+// cut), and to match the lane's record of a refusal, cut the same way.
+func clip(u string) string {
+	return u[:min(len(u), maxReportString+1)]
+}
+
+// truncate cuts s to maxReportString bytes, on a character boundary.
+func truncate(s string) string {
+	if len(s) <= maxReportString {
+		return s
+	}
+	cut := maxReportString - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
