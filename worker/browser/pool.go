@@ -95,7 +95,8 @@ type slot struct {
 	stale bool
 	// scripted means the tab left home with scripts on and needs cleaning.
 	scripted bool
-	// emulated means the job changed the tab's emulation (Tab.EmulateMedia).
+	// emulated means the job changed the tab's emulation or requests
+	// (Tab.EmulateMedia, Tab.Override).
 	emulated bool
 }
 
@@ -425,13 +426,27 @@ func (p *Pool) checkHome(s *slot) error {
 	return nil
 }
 
-// resetEmulation gives the next job the print media type a job changed.
+// resetEmulation gives the next job the print media type, no extra
+// headers and the browser's own user agent, whatever a job changed.
 func (p *Pool) resetEmulation(s *slot) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	page := s.page.Context(ctx)
 	// An empty media type ends the override.
-	if err := (proto.EmulationSetEmulatedMedia{}).Call(s.page.Context(ctx)); err != nil {
+	if err := (proto.EmulationSetEmulatedMedia{}).Call(page); err != nil {
 		return fmt.Errorf("reset media: %w", err)
+	}
+	if err := (proto.NetworkSetExtraHTTPHeaders{Headers: proto.NetworkHeaders{}}).Call(page); err != nil {
+		return fmt.Errorf("reset headers: %w", err)
+	}
+	// The browser's version answer keeps its own user agent, whatever
+	// override a tab has.
+	v, err := proto.BrowserGetVersion{}.Call(page)
+	if err != nil {
+		return fmt.Errorf("reset user agent: %w", err)
+	}
+	if err := (proto.EmulationSetUserAgentOverride{UserAgent: v.UserAgent}).Call(page); err != nil {
+		return fmt.Errorf("reset user agent: %w", err)
 	}
 	s.emulated = false
 	return nil

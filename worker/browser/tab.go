@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-rod/rod"
 	"github.com/go-rod/rod/lib/proto"
+	"github.com/ysmood/gson"
 )
 
 // Tab is a warm tab lent to one job. It starts on the home page with
@@ -39,6 +40,43 @@ func (t *Tab) Navigate(url string) error {
 func (t *Tab) EmulateMedia(media string) error {
 	t.s.emulated = true
 	return proto.EmulationSetEmulatedMedia{Media: media}.Call(t.Page())
+}
+
+// Overrides are what a job fetching a page by URL sets on its requests
+// (DESIGN §6: extraHttpHeaders, cookies, userAgent).
+type Overrides struct {
+	Headers   map[string]string
+	UserAgent string
+	Cookies   []*proto.NetworkCookieParam
+}
+
+// Override applies o to the tab for this job; like the media type, the
+// pool takes it back before the tab's next job (cookies go with the
+// tab's cleaning).
+func (t *Tab) Override(o Overrides) error {
+	page := t.Page()
+	t.s.emulated = true
+	if len(o.Headers) > 0 {
+		h := proto.NetworkHeaders{}
+		for k, v := range o.Headers {
+			h[k] = gson.New(v)
+		}
+		if err := (proto.NetworkSetExtraHTTPHeaders{Headers: h}).Call(page); err != nil {
+			return fmt.Errorf("extra headers: %w", err)
+		}
+	}
+	if o.UserAgent != "" {
+		if err := (proto.EmulationSetUserAgentOverride{UserAgent: o.UserAgent}).Call(page); err != nil {
+			return fmt.Errorf("user agent: %w", err)
+		}
+	}
+	if len(o.Cookies) > 0 {
+		t.s.scripted = true // the cleaning clears the context's cookies
+		if err := (proto.NetworkSetCookies{Cookies: o.Cookies}).Call(page); err != nil {
+			return fmt.Errorf("cookies: %w", err)
+		}
+	}
+	return nil
 }
 
 // navigate sets whether the page's scripts run, then loads url. Scripts are

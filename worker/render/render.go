@@ -83,8 +83,10 @@ func (r *Renderer) Render(ctx context.Context, b egress.Bundle, rj *jobspb.Rende
 	entry, page, pr := rj.GetEntry(), rj.GetPage(), rj.GetPrint()
 	html, static := withoutScripts(b, entry)
 	// waitForExpression is the client's script: it runs on the page's own
-	// origin, never in the home document that every job shares.
-	static = static && pr.GetWaitForExpression() == ""
+	// origin, never in the home document that every job shares. A page
+	// fetched by URL is always navigated to.
+	fetch := rj.GetUrl()
+	static = static && pr.GetWaitForExpression() == "" && fetch == nil
 	margins, err := marginTemplates(b, page, pr)
 	if err != nil {
 		return Output{}, err
@@ -122,7 +124,14 @@ func (r *Renderer) Render(ctx context.Context, b egress.Bundle, rj *jobspb.Rende
 			}
 		}
 		var matched []bool
-		if static {
+		if fetch != nil {
+			if err := openURL(ctx, t, site, fetch); err != nil {
+				return err
+			}
+			if err := browser.Evaluate(p, loadedJS, &matched, selectors); err != nil {
+				return fmt.Errorf("%w: load: %v", ErrPage, err)
+			}
+		} else if static {
 			if err := t.Open(site.HomeURL(entry), html, loadedJS, &matched, selectors); err != nil {
 				return fmt.Errorf("%w: open: %v", ErrPage, err)
 			}
