@@ -96,6 +96,9 @@ func TestCacheDocumentID(t *testing.T) {
 			{"regenerate", cacheHTML, cacheCSS, with(map[string]any{"regenerate": true})},
 			{"changed html", cacheHTML + "<p>paid</p>", cacheCSS, opts},
 			{"changed asset bytes", cacheHTML, "p { color: red; }", opts},
+			// DESIGN §6's options are inputs too.
+			{"changed footer", cacheHTML, cacheCSS, with(map[string]any{"footerTemplate": "<span class=pageNumber></span>"})},
+			{"changed metadata", cacheHTML, cacheCSS, with(map[string]any{"metadata": map[string]any{"title": "Invoice 42"}})},
 			{"changed option", cacheHTML, cacheCSS, with(map[string]any{"format": "Letter"})},
 		}
 		for i, ch := range changes {
@@ -114,7 +117,7 @@ func TestCacheDocumentID(t *testing.T) {
 		}
 		// The last inputs are now the cached ones.
 		again := c.cachedGenerate(cacheHTML, cacheCSS, with(map[string]any{"format": "Letter"}))
-		step("after replacement", again, "HIT", 5)
+		step("after replacement", again, "HIT", int64(1+len(changes)))
 		if again.pdfID != prev {
 			t.Fatal("hit on another file than the replacement")
 		}

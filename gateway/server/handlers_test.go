@@ -234,6 +234,16 @@ type form2 struct {
 // if not empty, an options field.
 func multipartBody(t *testing.T, options string, files ...[2]string) *form2 {
 	t.Helper()
+	var fields [][2]string
+	if options != "" {
+		fields = append(fields, [2]string{"options", options})
+	}
+	return multipartForm(t, fields, files...)
+}
+
+// multipartForm makes a body of form fields (name, value) and files.
+func multipartForm(t *testing.T, fields [][2]string, files ...[2]string) *form2 {
+	t.Helper()
 	f := &form2{}
 	f.w = multipart.NewWriter(&f.buf)
 	for _, file := range files {
@@ -243,8 +253,8 @@ func multipartBody(t *testing.T, options string, files ...[2]string) *form2 {
 		}
 		_, _ = w.Write([]byte(file[1]))
 	}
-	if options != "" {
-		_ = f.w.WriteField("options", options)
+	for _, field := range fields {
+		_ = f.w.WriteField(field[0], field[1])
 	}
 	if err := f.w.Close(); err != nil {
 		t.Fatal(err)

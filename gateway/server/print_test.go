@@ -1,7 +1,6 @@
 package server
 
 import (
-	"mime/multipart"
 	"testing"
 
 	"github.com/docrender/docrender/proto/jobspb"
@@ -10,23 +9,11 @@ import (
 // urlBody is a generate body with a url field (and options, files if given).
 func urlBody(t *testing.T, url, options string, files ...[2]string) *form2 {
 	t.Helper()
-	f := &form2{}
-	f.w = multipart.NewWriter(&f.buf)
-	_ = f.w.WriteField("url", url)
-	for _, file := range files {
-		w, err := f.w.CreateFormFile("files", file[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = w.Write([]byte(file[1]))
-	}
+	fields := [][2]string{{"url", url}}
 	if options != "" {
-		_ = f.w.WriteField("options", options)
+		fields = append(fields, [2]string{"options", options})
 	}
-	if err := f.w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return f
+	return multipartForm(t, fields, files...)
 }
 
 // DESIGN §6 at the gateway: a URL instead of files, the options in the job,

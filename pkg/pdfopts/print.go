@@ -80,66 +80,15 @@ type PrintOptions struct {
 // IsZero reports whether no field was sent.
 func (p PrintRaw) IsZero() bool { return reflect.ValueOf(p).IsZero() }
 
-// Over returns p with every field set in o replacing p's: a batch
+// Over returns base with every field p sets replacing base's: a batch
 // document's own fields over the batch's options.
 func (p PrintRaw) Over(base PrintRaw) PrintRaw {
 	out := base
-	if p.HeaderTemplate != nil {
-		out.HeaderTemplate = p.HeaderTemplate
-	}
-	if p.FooterTemplate != nil {
-		out.FooterTemplate = p.FooterTemplate
-	}
-	if p.WaitForSelector != nil {
-		out.WaitForSelector = p.WaitForSelector
-	}
-	if p.WaitForExpression != nil {
-		out.WaitForExpression = p.WaitForExpression
-	}
-	if p.WaitDelay != nil {
-		out.WaitDelay = p.WaitDelay
-	}
-	if p.EmulatedMediaType != nil {
-		out.EmulatedMediaType = p.EmulatedMediaType
-	}
-	if p.Scale != nil {
-		out.Scale = p.Scale
-	}
-	if p.PageRanges != nil {
-		out.PageRanges = p.PageRanges
-	}
-	if p.PrintBackground != nil {
-		out.PrintBackground = p.PrintBackground
-	}
-	if p.Tagged != nil {
-		out.Tagged = p.Tagged
-	}
-	if p.Outline != nil {
-		out.Outline = p.Outline
-	}
-	if !isNull(p.Metadata) {
-		out.Metadata = p.Metadata
-	}
-	if !isNull(p.Encryption) {
-		out.Encryption = p.Encryption
-	}
-	if p.FailOnConsoleErrors != nil {
-		out.FailOnConsoleErrors = p.FailOnConsoleErrors
-	}
-	if p.FailOnResourceErrors != nil {
-		out.FailOnResourceErrors = p.FailOnResourceErrors
-	}
-	if !isNull(p.ExtraHTTPHeaders) {
-		out.ExtraHTTPHeaders = p.ExtraHTTPHeaders
-	}
-	if !isNull(p.Cookies) {
-		out.Cookies = p.Cookies
-	}
-	if p.UserAgent != nil {
-		out.UserAgent = p.UserAgent
-	}
-	if p.Report != nil {
-		out.Report = p.Report
+	dst, src := reflect.ValueOf(&out).Elem(), reflect.ValueOf(p)
+	for i := range src.NumField() {
+		if f := src.Field(i); !f.IsZero() {
+			dst.Field(i).Set(f)
+		}
 	}
 	return out
 }

@@ -29,6 +29,7 @@ func main() {
 	profile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (service and loops) to this file")
 	rounds := flag.Int("rounds", 5, "rounds per level: the sides take turns, each measured for d/rounds")
 	page := flag.String("page", "invoice", "invoice, or scripted: the invoice with a script, which the service navigates to")
+	tagged := flag.Bool("tagged", true, "also measure tagged PDFs (the default) against tagged:false")
 	flag.Parse()
 	if *profile != "" {
 		f, err := os.Create(*profile)
@@ -44,14 +45,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench: -page is invoice or scripted")
 		os.Exit(2)
 	}
-	if err := run(*levels, *dur, max(*rounds, 1), *page, html); err != nil {
+	if err := run(*levels, *dur, max(*rounds, 1), *page, html, *tagged); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
 
-func run(levels string, dur time.Duration, rounds int, name, html string) error {
+func run(levels string, dur time.Duration, rounds int, name, html string, tagged bool) error {
 	var cs []int
 	maxC := 1
 	for _, f := range strings.Split(levels, ",") {
@@ -115,6 +116,9 @@ func run(levels string, dur time.Duration, rounds int, name, html string) error 
 		fmt.Printf("%-4d | %6.1f %6.0fms %6.0fms     | %6.1f %6.0fms %6.0fms       | %5.1f%%  | %6.1f %6.0fms\n", c,
 			s.Rate(), ms(s.P50()), ms(s.P95()), b.Rate(), ms(b.P50()), ms(b.P95()), 100*s.Rate()/b.Rate(), n.Rate(), ms(n.P50()))
 	}
+	if tagged {
+		return taggedCost(api, cs, dur, rounds, html)
+	}
 	return nil
 }
 
@@ -162,7 +166,8 @@ func printInvoice(p *rod.Page) error {
 		return err
 	}
 	w, h, m := 210/25.4, 297/25.4, 1/2.54
-	s, err := p.PDF(&proto.PagePrintToPDF{PrintBackground: true, PaperWidth: &w, PaperHeight: &h,
+	// Tagged, as the service prints by default (DESIGN §6): like for like.
+	s, err := p.PDF(&proto.PagePrintToPDF{PrintBackground: true, GenerateTaggedPDF: true, PaperWidth: &w, PaperHeight: &h,
 		MarginTop: &m, MarginBottom: &m, MarginLeft: &m, MarginRight: &m})
 	if err != nil {
 		return err

@@ -126,19 +126,29 @@ func (a *Client) Send(method, path, contentType string, body io.Reader) ([]byte,
 
 // Generate renders one document through /pdf/generate.
 func (a *Client) Generate(html string) error {
+	_, err := a.GenerateWith(html, "")
+	return err
+}
+
+// GenerateWith renders one document with options (JSON, "" for none) and
+// returns the PDF.
+func (a *Client) GenerateWith(html, options string) ([]byte, error) {
 	var buf bytes.Buffer
 	w := multipart.NewWriter(&buf)
 	p, _ := w.CreateFormFile("files", "index.html")
 	p.Write([]byte(html))
+	if options != "" {
+		_ = w.WriteField("options", options)
+	}
 	w.Close()
 	body, err := a.Send("POST", "/pdf/generate", w.FormDataContentType(), &buf)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !bytes.HasPrefix(body, []byte("%PDF")) {
-		return fmt.Errorf("generate: not a PDF: %.200s", body)
+		return nil, fmt.Errorf("generate: not a PDF: %.200s", body)
 	}
-	return nil
+	return body, nil
 }
 
 // Logger discards the service's log unless DOCRENDER_BENCH_LOG names a file
