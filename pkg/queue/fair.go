@@ -173,8 +173,33 @@ type lanes struct {
 	accounts  []string // tokens of accounts with batch documents in the stream
 	refreshed time.Time
 	consumers map[string]jetstream.Consumer
+	// served is each account's recent share of this process's slots: a
+	// count of documents taken that decays with servedHalfLife.
+	served map[string]recent
 
 	turn atomic.Uint64
+}
+
+// servedHalfLife is how long an account's documents count against its
+// next turn. Accounts take turns by who was served least lately, so a batch
+// that arrives while another runs gets most slots until it has had its
+// share of the last few seconds, then they alternate: the later batch is
+// not left behind by the head start of the earlier (DESIGN §5: "about
+// equally" over a window of seconds, not since each batch began, which
+// would stall a long batch for as long as a new one runs).
+const servedHalfLife = 2 * time.Second
+
+// recent is a count that halves every servedHalfLife; value is it at now.
+type recent struct {
+	n  float64
+	at time.Time
+}
+
+func (r recent) value(now time.Time) float64 {
+	if r.at.IsZero() {
+		return 0
+	}
+	return r.n * math.Exp2(-float64(now.Sub(r.at))/float64(servedHalfLife))
 }
 
 func (c *Conn) newLanes(ctx context.Context) (*lanes, error) {
@@ -182,7 +207,7 @@ func (c *Conn) newLanes(ctx context.Context) (*lanes, error) {
 	if err != nil {
 		return nil, fmt.Errorf("queue: consumer: %w", err)
 	}
-	return &lanes{c: c, now: now, consumers: map[string]jetstream.Consumer{}}, nil
+	return &lanes{c: c, now: now, consumers: map[string]jetstream.Consumer{}, served: map[string]recent{}}, nil
 }
 
 // next returns a message, or nil when none came within idleWait.
@@ -207,16 +232,11 @@ func (l *lanes) next(ctx context.Context) jetstream.Msg {
 	return nil
 }
 
-// nextBatchDocument takes a document of the account whose turn it is, or of
-// the next one that has any.
+// nextBatchDocument takes a document of the account served least lately
+// that has one (ties in turn).
 func (l *lanes) nextBatchDocument(ctx context.Context) jetstream.Msg {
-	accounts := l.waitingAccounts(ctx)
-	if len(accounts) == 0 {
-		return nil
-	}
-	start := int(l.turn.Add(1) % uint64(len(accounts)))
-	for i := range accounts {
-		tok := accounts[(start+i)%len(accounts)]
+	accounts := l.byTurn(l.waitingAccounts(ctx))
+	for _, tok := range accounts {
 		cons, err := l.consumer(ctx, tok)
 		if err != nil {
 			l.c.log.Warn("batch consumer", "account", tok, "err", err)
@@ -229,10 +249,46 @@ func (l *lanes) nextBatchDocument(ctx context.Context) jetstream.Msg {
 			l.forget(tok)
 		}
 		if m != nil {
+			l.serve(tok)
 			return m
 		}
 	}
 	return nil
+}
+
+// byTurn orders accounts by how much they were served lately, least
+// first; equal ones (a start, all idle) rotate.
+func (l *lanes) byTurn(accounts []string) []string {
+	if len(accounts) == 0 {
+		return nil
+	}
+	start := int(l.turn.Add(1) % uint64(len(accounts)))
+	// A copy: accounts is the shared list of waitingAccounts.
+	out := make([]string, 0, len(accounts))
+	out = append(append(out, accounts[start:]...), accounts[:start]...)
+	now := time.Now()
+	l.mu.Lock()
+	w := make(map[string]float64, len(out))
+	for _, tok := range out {
+		w[tok] = l.served[tok].value(now)
+	}
+	l.mu.Unlock()
+	sort.SliceStable(out, func(i, j int) bool { return w[out[i]] < w[out[j]] })
+	return out
+}
+
+// serve counts a document taken for tok.
+func (l *lanes) serve(tok string) {
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.served[tok] = recent{n: l.served[tok].value(now) + 1, at: now}
+	// Forget accounts long idle: the map stays as small as the active set.
+	for k, r := range l.served {
+		if r.value(now) < 0.01 {
+			delete(l.served, k)
+		}
+	}
 }
 
 // waitingAccounts lists the accounts with batch documents in the stream

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -107,6 +108,37 @@ func TestFairScheduling(t *testing.T) {
 		consumeOrder(t, c, 4, 12, 300*time.Millisecond, &busy, &peak)
 		if p := peak.Load(); p != 4 {
 			t.Fatalf("at most %d documents ran at once, want all 4 slots", p)
+		}
+	})
+	t.Run("a batch arriving later catches up", func(t *testing.T) {
+		c := embedded(t, 1000)
+		for i := range 80 {
+			if err := c.Publish(ctx, batchDocument("erin", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		go func() {
+			time.Sleep(500 * time.Millisecond)
+			for i := range 20 {
+				_ = c.Publish(ctx, batchDocument("frank", i))
+			}
+		}()
+		var busy, peak atomic.Int32
+		order := consumeOrder(t, c, 2, 100, 50*time.Millisecond, &busy, &peak)
+		first := slices.IndexFunc(order, func(id string) bool { return strings.HasPrefix(id, "frank") })
+		if first < 0 || first+10 > len(order) {
+			t.Fatalf("frank's documents: first at %d of %d", first, len(order))
+		}
+		franks := 0
+		for _, id := range order[first : first+10] {
+			if strings.HasPrefix(id, "frank") {
+				franks++
+			}
+		}
+		// Taking turns alone gives frank 5 of 10; erin's head start of half
+		// a second (about 20 documents) is made up first.
+		if franks < 8 {
+			t.Fatalf("frank had %d of the 10 documents after his first, want most (order %v)", franks, order)
 		}
 	})
 	t.Run("a render arriving during a batch runs next", func(t *testing.T) {
