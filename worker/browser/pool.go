@@ -469,8 +469,6 @@ func (p *Pool) clean(s *slot, inst *instance) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	page, b := s.page.Context(ctx), inst.browser.Context(ctx)
-	zt := []time.Time{time.Now()}
-	defer func() { zzLog(p, zt) }()
 	info, err := proto.TargetGetTargetInfo{TargetID: s.page.TargetID}.Call(b)
 	if err != nil {
 		return fmt.Errorf("target info: %w", err)
@@ -478,7 +476,6 @@ func (p *Pool) clean(s *slot, inst *instance) error {
 	if err := goHome(page, p.cfg.HomeURL); err != nil {
 		return fmt.Errorf("home: %w", err)
 	}
-	zt = append(zt, time.Now())
 	for try := 0; ; try++ {
 		err := (proto.PageResetNavigationHistory{}).Call(page)
 		if err == nil {
@@ -489,7 +486,6 @@ func (p *Pool) clean(s *slot, inst *instance) error {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	zt = append(zt, time.Now())
 	// window.name survives navigations within a tab.
 	if _, err := (proto.RuntimeEvaluate{Expression: "window.name = ''"}).Call(page); err != nil {
 		return fmt.Errorf("window name: %w", err)
@@ -503,11 +499,9 @@ func (p *Pool) clean(s *slot, inst *instance) error {
 			return fmt.Errorf("clear origin %s: %w", o, err)
 		}
 	}
-	zt = append(zt, time.Now())
 	if err := (proto.StorageClearCookies{BrowserContextID: s.ctxID}).Call(b); err != nil {
 		return fmt.Errorf("clear cookies: %w", err)
 	}
-	zt = append(zt, time.Now())
 	targets, err := proto.TargetGetTargets{}.Call(b)
 	if err != nil {
 		return fmt.Errorf("targets: %w", err)
@@ -521,17 +515,7 @@ func (p *Pool) clean(s *slot, inst *instance) error {
 		}
 	}
 	s.scripted = false
-	zt = append(zt, time.Now())
 	return nil
-}
-
-// ZZ temporary
-func zzLog(p *Pool, zt []time.Time) {
-	var ms []float64
-	for i := 1; i < len(zt); i++ {
-		ms = append(ms, float64(zt[i].Sub(zt[i-1]).Microseconds())/1000)
-	}
-	p.cfg.Log.Debug("zz clean", "steps_ms", ms)
 }
 
 // origin is the scheme://host of an http(s) URL, "" for any other.
