@@ -124,7 +124,8 @@ func (b *batchAPI) parseBatch(c echo.Context, u *account.User) (*batchPlan, erro
 	if err := p.readOptions(req.Options, b.s.Config.RenderTimeout); err != nil {
 		return nil, err
 	}
-	pageURL := func(field, raw string) (string, error) { return b.s.checkPageURL(c.Request().Context(), field, raw) }
+	check := b.s.pageURLChecker()
+	pageURL := func(field, raw string) (string, error) { return check(c.Request().Context(), field, raw) }
 	if err := p.readDocuments(req.Documents, b.s.Config.RenderTimeout, pageURL); err != nil {
 		return nil, err
 	}

@@ -149,7 +149,11 @@ func (w *deadlineWriter) arm(next int) {
 }
 
 func (w *deadlineWriter) WriteHeader(code int) {
-	w.arm(0)
+	// An informational answer (a sync batch's 103) is not the answer: the
+	// write deadline counts from the real one.
+	if code >= 200 {
+		w.arm(0)
+	}
 	w.ResponseWriter.WriteHeader(code)
 }
 

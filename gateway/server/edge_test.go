@@ -286,6 +286,26 @@ func TestDeadlines(t *testing.T) {
 	}
 }
 
+// An informational answer (a sync batch's 103 Early Hints) does not start
+// the write deadline: the real answer, long after, still gets its time.
+func TestEarlyHintsDoNotStartTheWriteDeadline(t *testing.T) {
+	to := config.HTTPTimeouts{ReadHeader: time.Second, Read: time.Second, Write: 300 * time.Millisecond, Idle: time.Second, MinRate: 16 << 10}
+	addr := edgeServer(t, to, func(c echo.Context) error {
+		c.Response().Writer.WriteHeader(http.StatusEarlyHints)
+		time.Sleep(3 * to.Write) // a batch working
+		return c.String(http.StatusOK, "the zip")
+	})
+	resp, err := http.Get("http://" + addr + "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || string(b) != "the zip" {
+		t.Fatalf("after 103 and a long wait: %d %q %v", resp.StatusCode, b, err)
+	}
+}
+
 // A configuration without timeouts (zero values) means none, as in net/http.
 func TestDeadlinesZeroMeansNone(t *testing.T) {
 	addr := edgeServer(t, config.HTTPTimeouts{}, func(c echo.Context) error {

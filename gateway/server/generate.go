@@ -81,7 +81,16 @@ func (s *Server) generate(c echo.Context) error {
 // batch document's) under the egress rules (DESIGN §4.19) and returns its
 // normal form; the worker's egress applies them again when it fetches.
 func (s *Server) checkPageURL(ctx context.Context, field, raw string) (string, error) {
-	return netguard.New(s.Config.RenderAllowHosts).CheckURL(ctx, field, raw, "use extraHttpHeaders")
+	return s.pageURLChecker()(ctx, field, raw)
+}
+
+// pageURLChecker checks page URLs as checkPageURL does, each host once (a
+// batch's documents often share one).
+func (s *Server) pageURLChecker() func(ctx context.Context, field, raw string) (string, error) {
+	p := netguard.New(s.Config.RenderAllowHosts).Memoized()
+	return func(ctx context.Context, field, raw string) (string, error) {
+		return p.CheckURL(ctx, field, raw, "use extraHttpHeaders")
+	}
 }
 
 // generateSource checks what a generate renders: uploaded files (it returns

@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/docrender/docrender/pkg/invalid"
@@ -64,6 +65,20 @@ type Policy struct {
 	allow    map[string]bool
 	resolver *net.Resolver
 	dialer   net.Dialer
+	// memo, when set (Memoized), keeps ResolveURL's answers by host:port.
+	memo *sync.Map
+}
+
+type resolved struct {
+	ips []netip.Addr
+	err error
+}
+
+// Memoized is p answering each host:port's ResolveURL once: for checking
+// many URLs of one request (a batch's documents), never for a long-lived
+// policy (DNS changes).
+func (p *Policy) Memoized() *Policy {
+	return &Policy{allow: p.allow, resolver: p.resolver, dialer: p.dialer, memo: &sync.Map{}}
 }
 
 // New returns a policy with an allow-list.
@@ -139,7 +154,16 @@ func (p *Policy) ResolveURL(ctx context.Context, u *url.URL) ([]netip.Addr, erro
 	if port == "" {
 		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
 	}
-	return p.Resolve(ctx, u.Hostname(), port)
+	if p.memo == nil {
+		return p.Resolve(ctx, u.Hostname(), port)
+	}
+	key := net.JoinHostPort(u.Hostname(), port)
+	if r, ok := p.memo.Load(key); ok {
+		return r.(resolved).ips, r.(resolved).err
+	}
+	ips, err := p.Resolve(ctx, u.Hostname(), port)
+	p.memo.Store(key, resolved{ips, err})
+	return ips, err
 }
 
 // zoned reports whether any of ips carries an IPv6 zone: allowing a host

@@ -11,6 +11,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/docrender/docrender/pkg/invalid"
 	"github.com/docrender/docrender/proto/jobspb"
 )
@@ -18,7 +20,9 @@ import (
 // Bounds of DESIGN §6's options. Templates and scripts travel inside the
 // job message, so each is small next to NATS's 1 MiB payload.
 const (
-	MaxTemplateBytes   = 64 << 10
+	MaxTemplateBytes = 64 << 10
+	// MaxOptionsBytes bounds all of them together, as they travel.
+	MaxOptionsBytes    = 256 << 10
 	maxSelectorBytes   = 1 << 10
 	maxExpressionBytes = 4 << 10
 	maxInfoChars       = 1000
@@ -152,6 +156,12 @@ func (p PrintRaw) Validate(renderTimeout time.Duration) (PrintOptions, error) {
 	}
 	if o.Fetch, err = p.fetch(); err != nil {
 		return PrintOptions{}, err
+	}
+	// Each field is bounded; together they must still leave a job message
+	// well under NATS's 1 MiB payload.
+	if n := proto.Size(o.Print) + proto.Size(o.Info) + proto.Size(o.Encryption) + proto.Size(o.Fetch); n > MaxOptionsBytes {
+		return PrintOptions{}, invalid.Input("The print options add up to %d bytes; at most %d.", n, MaxOptionsBytes).
+			WithHint("Shorten the templates, headers, cookies or keywords.")
 	}
 	return o, nil
 }

@@ -3,6 +3,7 @@ package pdfopts
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,7 @@ func TestPrintOptions(t *testing.T) {
 	tests := []struct {
 		name  string
 		in    string
-		field string // "" means valid
+		field string // "" means valid, "-" invalid as a whole
 		check func(t *testing.T, o Options)
 	}{
 		{name: "defaults", in: `{}`, check: func(t *testing.T, o Options) {
@@ -84,6 +85,8 @@ func TestPrintOptions(t *testing.T) {
 		{name: "cookie without name", in: `{"cookies":[{"value":"v"}]}`, field: "cookies[0].name"},
 		{name: "cookie injection", in: `{"cookies":[{"name":"a","value":"b; admin=1"}]}`, field: "cookies[0]"},
 		{name: "user agent lines", in: `{"userAgent":"a\nb"}`, field: "userAgent"},
+		{name: "too much together", in: `{"headerTemplate":"` + strings.Repeat("h", MaxTemplateBytes) + `","footerTemplate":"` +
+			strings.Repeat("f", MaxTemplateBytes) + `","extraHttpHeaders":{` + manyHeaders(30) + `}}`, field: "-"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,8 +102,8 @@ func TestPrintOptions(t *testing.T) {
 			if !errors.As(err, &bad) {
 				t.Fatalf("err = %v, want invalid input (a 400)", err)
 			}
-			if bad.Field != tc.field {
-				t.Fatalf("field %q (%v), want %q", bad.Field, bad, tc.field)
+			if want := strings.TrimPrefix(tc.field, "-"); bad.Field != want {
+				t.Fatalf("field %q (%v), want %q", bad.Field, bad, want)
 			}
 		})
 	}
@@ -143,4 +146,13 @@ func TestMakeRoom(t *testing.T) {
 			t.Errorf("%s: top %g bottom %g, want %g %g", tc.in, o.Page.MarginTopIn, o.Page.MarginBottomIn, tc.top, tc.bottom)
 		}
 	}
+}
+
+// manyHeaders is n JSON members "X-H<i>": 8 KiB values.
+func manyHeaders(n int) string {
+	var parts []string
+	for i := range n {
+		parts = append(parts, fmt.Sprintf(`"X-H%d":"%s"`, i, strings.Repeat("v", 8<<10)))
+	}
+	return strings.Join(parts, ",")
 }

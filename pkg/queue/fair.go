@@ -372,9 +372,6 @@ const (
 	batchShare   = 0.9
 )
 
-// Admit refuses n more batch documents of account with ErrQueueFull when
-// they would take it past its share of the queue. Single renders are bounded
-// by the whole queue and the per-account concurrency limit.
 // BatchCapacity is the largest batch Admit can take from one account when
 // the queue holds at most maxJobs (0: no limit, any batch).
 func BatchCapacity(maxJobs int64) int {
@@ -384,6 +381,9 @@ func BatchCapacity(maxJobs int64) int {
 	return int(float64(maxJobs) * accountShare)
 }
 
+// Admit refuses n more batch documents of account with ErrQueueFull when
+// they would take it past its share of the queue. Single renders are bounded
+// by the whole queue and the per-account concurrency limit.
 func (c *Conn) Admit(ctx context.Context, account string, n int) error {
 	limit := float64(c.maxJobs.Load())
 	if limit <= 0 {

@@ -217,3 +217,23 @@ func TestRetriedScriptChargesOnce(t *testing.T) {
 		}
 	}
 }
+
+// The sweeper needs the charge's record after its hold: a request whose
+// hold and life are the same short time is still given back, on the store's
+// own clock.
+func TestSweepFindsTheChargeAfterItsHold(t *testing.T) {
+	ctx := context.Background()
+	m := newMeter(t)
+	a := ask(2, 10)
+	a.Hold, a.Life = 200*time.Millisecond, 200*time.Millisecond
+	if _, err := m.Reserve(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	if n, err := m.SweepPending(ctx); err != nil || n != 1 {
+		t.Fatalf("swept %d, %v", n, err)
+	}
+	if used, _ := m.Used(ctx, "acct"); used != 0 {
+		t.Fatalf("used %d after the sweep, want 0: the charge's record expired with its hold", used)
+	}
+}

@@ -37,6 +37,9 @@ func Period(t time.Time) string { return t.UTC().Format("2006-01") }
 
 func counterKey(account, period string) string { return "usage:" + account + ":" + period }
 
+// chargeGrace is how long a charge's record outlives its hold and life.
+const chargeGrace = time.Hour
+
 // pendingIndex holds every pending reservation, scored by the time (unix
 // ms) after which SweepPending gives it back.
 const pendingIndex = "usage:pending"
@@ -108,7 +111,9 @@ func (m *Meter) Reserve(ctx context.Context, a Ask) (Reservation, error) {
 	if err := m.st.IndexAdd(ctx, pendingIndex, member, float64(m.now().Add(a.Hold).UnixMilli())); err != nil {
 		return Reservation{}, fmt.Errorf("usage: reserve: %w", err)
 	}
-	used, ok, err := m.st.Reserve(ctx, counterKey(r.Account, r.Period), r.ID, r.N, a.Limit, keep, max(a.Life, a.Hold))
+	// The charge outlives its hold by far: the sweeper that gives back a
+	// pending reservation needs its record, and sweeps only every so often.
+	used, ok, err := m.st.Reserve(ctx, counterKey(r.Account, r.Period), r.ID, r.N, a.Limit, keep, max(a.Life, a.Hold)+chargeGrace)
 	if err != nil {
 		// Unknown whether it was taken: it stays pending, and is given
 		// back at the end of its hold if it was.

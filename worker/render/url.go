@@ -33,8 +33,10 @@ func openURL(ctx context.Context, t *browser.Tab, site egress.Site, f *jobspb.Pa
 		}
 		o.Cookies = append(o.Cookies, p)
 	}
-	if err := t.Override(o); err != nil {
-		return fmt.Errorf("%w: %v", ErrPage, err)
+	if len(o.Headers) > 0 || o.UserAgent != "" || len(o.Cookies) > 0 {
+		if err := t.Override(o); err != nil {
+			return fmt.Errorf("%w: %v", ErrPage, err)
+		}
 	}
 	if err := t.Navigate(f.Url); err != nil {
 		if ctx.Err() != nil {
