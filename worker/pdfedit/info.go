@@ -115,16 +115,7 @@ func rewrite(ctx context.Context, in io.ReadSeeker, w io.Writer, conf *model.Con
 	if err := safeEdit(pc, edit); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := writePDF(pc, w); err != nil {
-		if errors.Is(err, errContent) {
-			return &BadInputError{Reason: contentReason(err)}
-		}
-		return err
-	}
-	return nil
+	return save(ctx, pc, w)
 }
 
 // safeEdit runs edit, turning a pdfcpu panic on the document into a

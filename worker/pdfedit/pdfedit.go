@@ -337,6 +337,22 @@ func reachable(pc *model.Context) map[int]bool {
 	return seen
 }
 
+// save writes an edited document to w unless ctx has ended; a defect of
+// the document found only while writing is a *BadInputError (partial
+// output may be left in w).
+func save(ctx context.Context, pc *model.Context, w io.Writer) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := writePDF(pc, w); err != nil {
+		if errors.Is(err, errContent) {
+			return &BadInputError{Reason: contentReason(err)}
+		}
+		return err
+	}
+	return nil
+}
+
 // contentReason turns an errContent failure into a BadInputError reason.
 func contentReason(err error) string {
 	msg := strings.TrimPrefix(err.Error(), "pdfedit: write PDF: "+errContent.Error()+": ")

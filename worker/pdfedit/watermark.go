@@ -116,16 +116,7 @@ func Watermark(ctx context.Context, in io.ReadSeeker, w io.Writer, wm *jobspb.Wa
 	if err := stamp(pc, sel, mwm); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := writePDF(pc, w); err != nil {
-		if errors.Is(err, errContent) {
-			return &BadInputError{Reason: contentReason(err)}
-		}
-		return err
-	}
-	return nil
+	return save(ctx, pc, w)
 }
 
 func copyInput(ctx context.Context, in io.ReadSeeker, w io.Writer) error {
