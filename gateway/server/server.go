@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/docrender/docrender/gateway/account"
+	"github.com/docrender/docrender/gateway/dashboard"
 	"github.com/docrender/docrender/gateway/server/apierr"
 	"github.com/docrender/docrender/pkg/blob"
 	"github.com/docrender/docrender/pkg/config"
@@ -110,6 +111,7 @@ func New(d Deps) *Server {
 	s.e.Pre(s.deadlines, s.requestIDs)
 	s.e.Use(s.recoverPanics, s.logRequests, s.limitBody)
 	s.routes()
+	dashboard.Register(s.e) // GET /, /dashboard and its files (DESIGN §7)
 	s.routeSet = map[string]bool{}
 	for _, r := range s.e.Routes() {
 		s.routeSet[r.Path] = true

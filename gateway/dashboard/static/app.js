@@ -1,0 +1,505 @@
+// docrender dashboard. It calls the public API with the session cookie
+// (HttpOnly: this script never sees it) from the service's own origin, so
+// the origin checks on cookie requests pass (DESIGN §5). Data from the
+// server only ever goes into the page as text (textContent, text nodes),
+// never as HTML. Nothing is kept in the browser's web storage: a new API
+// key lives in the page until "Done" or a reload.
+'use strict';
+
+(() => {
+  const $ = (id) => document.getElementById(id);
+
+  // el builds an element; string children become text nodes.
+  function el(tag, props, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(props || {})) {
+      if (k === 'class') e.className = v;
+      else if (k === 'text') e.textContent = v;
+      else if (k.startsWith('data-')) e.setAttribute(k, v);
+      else e[k] = v;
+    }
+    for (const c of children) e.append(typeof c === 'string' ? document.createTextNode(c) : c);
+    return e;
+  }
+
+  // --- talking to the API ---
+
+  class APIError extends Error {
+    constructor(status, message, code) {
+      super(message);
+      this.status = status;
+      this.code = code || '';
+    }
+  }
+
+  // errorOf reads an error answer (shape A {statusCode, code, message, hint}
+  // or shape B {success:false, message}) into an APIError.
+  async function errorOf(resp) {
+    let body = null;
+    try { body = await resp.json(); } catch { /* not JSON */ }
+    let msg = (body && typeof body.message === 'string' && body.message) || `${resp.status} ${resp.statusText}`;
+    if (body && typeof body.hint === 'string' && body.hint) msg += ' ' + body.hint;
+    const retry = resp.headers.get('Retry-After');
+    if (resp.status === 429 && retry) msg += ` Try again in ${retry} s.`;
+    return new APIError(resp.status, msg, body && body.code);
+  }
+
+  async function api(method, path, body) {
+    const init = { method, credentials: 'same-origin', headers: { Accept: 'application/json' } };
+    if (body !== undefined) {
+      init.headers['Content-Type'] = 'application/json';
+      init.body = JSON.stringify(body);
+    }
+    const resp = await fetch(path, init);
+    if (!resp.ok) throw await errorOf(resp);
+    return resp.json();
+  }
+
+  // status shows a message under a section; kind is '', 'ok' or 'error'.
+  function status(id, msg, kind) {
+    const s = $(id);
+    s.textContent = msg || '';
+    s.className = 'status' + (kind ? ' ' + kind : '');
+  }
+
+  // fail reports err in a section; a lost session goes back to sign in.
+  function fail(id, err) {
+    if (err instanceof APIError && err.status === 401 && state.user) {
+      signedOut('Your session ended. Sign in again.');
+      return;
+    }
+    status(id, err.message || String(err), 'error');
+  }
+
+  // busy disables a button while fn runs.
+  async function busy(button, fn) {
+    button.disabled = true;
+    try { return await fn(); } finally { button.disabled = false; }
+  }
+
+  // --- formatting ---
+
+  function when(iso) {
+    if (!iso) return '—';
+    const d = new Date(iso);
+    return isNaN(d) ? String(iso) : d.toLocaleString();
+  }
+
+  function bytes(n) {
+    if (!(n >= 0)) return '—';
+    const units = ['B', 'KB', 'MB', 'GB'];
+    let i = 0;
+    while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+    return (i ? n.toFixed(1) : String(n)) + ' ' + units[i];
+  }
+
+  function duration(s) {
+    if (!(s > 0)) return '—';
+    if (s % 86400 === 0) return `${s / 86400} day${s === 86400 ? '' : 's'}`;
+    if (s % 3600 === 0) return `${s / 3600} hour${s === 3600 ? '' : 's'}`;
+    return `${Math.round(s / 60)} min`;
+  }
+
+  // httpURL returns u if it is an http(s) URL, else null: a link's href
+  // never takes a javascript: or data: URL from a response.
+  function httpURL(u) {
+    try {
+      const p = new URL(u, location.href);
+      return p.protocol === 'http:' || p.protocol === 'https:' ? p.href : null;
+    } catch { return null; }
+  }
+
+  // --- session ---
+
+  const state = { user: null, hostedPage: 1, stream: null, renderURL: null };
+  const hostedPerPage = 10;
+
+  function show(signedIn) {
+    $('loading').hidden = true;
+    $('auth').hidden = signedIn;
+    $('app').hidden = !signedIn;
+    $('nav').hidden = !signedIn;
+    $('who').hidden = !signedIn;
+  }
+
+  function signedIn(user) {
+    state.user = user;
+    $('who-email').textContent = user.email;
+    $('who-plan').textContent = user.plan;
+    show(true);
+    status('auth-status', '');
+    refreshUsage();
+    loadKeys();
+    loadHosted(1);
+  }
+
+  function signedOut(msg) {
+    state.user = null;
+    stopStream();
+    clearNewKey();
+    clearRender();
+    for (const id of ['key-rows', 'hosted-rows']) $(id).replaceChildren();
+    $('batch-view').hidden = true;
+    show(false);
+    status('auth-status', msg || '', msg ? 'error' : '');
+  }
+
+  $('auth-form').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const register = ev.submitter && ev.submitter.value === 'register';
+    const body = { email: $('auth-email').value.trim(), password: $('auth-password').value };
+    status('auth-status', register ? 'Creating your account…' : 'Signing in…');
+    try {
+      const res = await busy(ev.submitter || $('signin'), () => api('POST', register ? '/api/auth/register' : '/api/auth/login', body));
+      $('auth-password').value = '';
+      signedIn(res.data.user);
+    } catch (err) {
+      status('auth-status', err.message, 'error');
+    }
+  });
+
+  $('signout').addEventListener('click', async () => {
+    try {
+      await api('POST', '/api/auth/logout');
+    } catch { /* signed out here either way */ }
+    signedOut();
+  });
+
+  // --- usage ---
+
+  function setMeter(meter, text, used, limit) {
+    meter.max = limit > 0 ? limit : 1;
+    meter.value = Math.min(used, meter.max);
+    meter.low = meter.max * 0.75;
+    meter.high = meter.max * 0.9;
+    text.textContent = limit > 0 ? `${used} / ${limit}` : String(used);
+    meter.title = text.textContent;
+  }
+
+  async function refreshUsage() {
+    try {
+      const [u, s] = await Promise.all([api('GET', '/api/billing/usage'), api('GET', '/api/billing/subscription')]);
+      const usage = u.data, sub = s.data;
+      $('usage-period').textContent = usage.period;
+      setMeter($('conv-meter'), $('conv-text'), usage.conversionsUsed, usage.conversionsLimit);
+      setMeter($('hosted-meter'), $('hosted-text'), usage.hostedCount, usage.hostedLimit);
+      $('who-plan').textContent = sub.plan;
+      const l = sub.limits || {};
+      $('limits').replaceChildren(
+        el('dt', { text: 'Plan' }), el('dd', { text: sub.plan }),
+        el('dt', { text: 'Conversions a month' }), el('dd', { text: String(l.conversions) }),
+        el('dt', { text: 'Hosted files' }), el('dd', { text: String(l.hosted) }),
+        el('dt', { text: 'Kept for' }), el('dd', { text: duration(l.retentionSeconds) }),
+        el('dt', { text: 'Documents a batch' }), el('dd', { text: String(l.maxBatch) }),
+      );
+      status('usage-status', '');
+    } catch (err) {
+      fail('usage-status', err);
+    }
+  }
+  $('usage-refresh').addEventListener('click', refreshUsage);
+
+  // --- keys ---
+
+  // confirmButton is a button that asks once more before doing fn.
+  function confirmButton(label, ask, fn) {
+    const b = el('button', { type: 'button', class: 'danger', text: label });
+    let armed = false;
+    b.addEventListener('click', async () => {
+      if (!armed) {
+        armed = true;
+        b.textContent = ask;
+        b.classList.add('confirm');
+        setTimeout(() => { armed = false; b.textContent = label; b.classList.remove('confirm'); }, 4000);
+        return;
+      }
+      await busy(b, fn);
+    });
+    return b;
+  }
+
+  async function loadKeys() {
+    try {
+      const res = await api('GET', '/api/keys');
+      const rows = res.data.map((k) => el('tr', { 'data-key-id': k.id },
+        el('td', { text: k.name || '—' }),
+        el('td', {}, el('code', { text: k.prefix + '…' })),
+        el('td', { text: when(k.createdAt) }),
+        el('td', { text: k.expiresAt ? when(k.expiresAt) : 'never' }),
+        el('td', { class: 'actions' }, confirmButton('Revoke', 'Really revoke?', () => revokeKey(k))),
+      ));
+      $('key-rows').replaceChildren(...rows);
+      $('keys-empty').hidden = rows.length > 0;
+    } catch (err) {
+      fail('keys-status', err);
+    }
+  }
+
+  async function revokeKey(k) {
+    try {
+      await api('DELETE', '/api/keys/' + encodeURIComponent(k.id));
+      status('keys-status', `Key “${k.name || k.prefix}” revoked.`, 'ok');
+      await loadKeys();
+    } catch (err) {
+      fail('keys-status', err);
+    }
+  }
+
+  function clearNewKey() {
+    $('new-key-value').textContent = '';
+    $('new-key').hidden = true;
+    status('new-key-status', '');
+  }
+
+  $('key-form').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const body = { name: $('key-name').value.trim() };
+    const exp = $('key-expires').value;
+    if (exp) body.expiresAt = exp + 'T23:59:59Z';
+    try {
+      const res = await busy($('key-create'), () => api('POST', '/api/keys', body));
+      $('new-key-value').textContent = res.data.key;
+      $('new-key').hidden = false;
+      status('new-key-status', '');
+      status('keys-status', '');
+      $('key-form').reset();
+      await loadKeys();
+    } catch (err) {
+      fail('keys-status', err);
+    }
+  });
+
+  $('new-key-copy').addEventListener('click', async () => {
+    const key = $('new-key-value').textContent;
+    try {
+      await navigator.clipboard.writeText(key);
+    } catch {
+      // No clipboard API (or no permission): copy the selection the old way.
+      const r = document.createRange();
+      r.selectNodeContents($('new-key-value'));
+      const sel = getSelection();
+      sel.removeAllRanges();
+      sel.addRange(r);
+      if (!document.execCommand('copy')) {
+        status('new-key-status', 'Copy failed: select the key and copy it by hand.', 'error');
+        return;
+      }
+    }
+    status('new-key-status', 'Copied.', 'ok');
+  });
+  $('new-key-done').addEventListener('click', clearNewKey);
+
+  // --- render a file ---
+
+  function clearRender() {
+    if (state.renderURL) URL.revokeObjectURL(state.renderURL);
+    state.renderURL = null;
+    $('render-result').hidden = true;
+    status('render-status', '');
+  }
+
+  // filenameOf reads the plain filename of a Content-Disposition header.
+  function filenameOf(cd) {
+    const m = /filename="([^"]*)"/.exec(cd || '');
+    return m && m[1] ? m[1] : 'document.pdf';
+  }
+
+  $('render-form').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    clearRender();
+    const files = $('render-files').files;
+    if (!files.length) {
+      status('render-status', 'Choose an HTML file first.', 'error');
+      return;
+    }
+    let opts = {};
+    const raw = $('render-options').value.trim();
+    if (raw) {
+      try { opts = JSON.parse(raw); } catch (e) {
+        status('render-status', 'Options are not valid JSON: ' + e.message, 'error');
+        return;
+      }
+      if (opts === null || typeof opts !== 'object' || Array.isArray(opts)) {
+        status('render-status', 'Options must be a JSON object.', 'error');
+        return;
+      }
+    }
+    if ($('render-host').checked) opts.host = true;
+    const form = new FormData();
+    if (Object.keys(opts).length) form.append('options', JSON.stringify(opts));
+    for (const f of files) form.append('files', f, f.name);
+    status('render-status', 'Rendering…');
+    try {
+      await busy($('render-submit'), async () => {
+        // No key: /pdf/* takes the session cookie when none is sent (spec §5).
+        const resp = await fetch('/pdf/generate', { method: 'POST', body: form, credentials: 'same-origin' });
+        if (!resp.ok) throw await errorOf(resp);
+        const link = $('render-link');
+        if ((resp.headers.get('Content-Type') || '').startsWith('application/json')) {
+          const hosted = await resp.json();
+          const href = httpURL(hosted.url);
+          link.href = href || '#';
+          link.textContent = hosted.url;
+          link.removeAttribute('download');
+          $('render-summary').textContent = `Hosted until ${when(hosted.expiresAt)}.`;
+        } else {
+          const blob = await resp.blob();
+          const name = filenameOf(resp.headers.get('Content-Disposition'));
+          state.renderURL = URL.createObjectURL(blob);
+          link.href = state.renderURL;
+          link.download = name;
+          link.textContent = `Download ${name} (${bytes(blob.size)})`;
+          const report = resp.headers.get('Docrender-Render-Report');
+          $('render-summary').textContent = 'Rendered.' + (report ? ' ' + report : '');
+        }
+        $('render-result').hidden = false;
+        status('render-status', '');
+      });
+    } catch (err) {
+      fail('render-status', err);
+    }
+    refreshUsage();
+    if (opts.host) loadHosted(1);
+  });
+
+  // --- hosted files ---
+
+  async function loadHosted(page) {
+    try {
+      const q = new URLSearchParams({ page: String(page), limit: String(hostedPerPage) });
+      const res = await api('GET', '/api/hosted-pdfs/list?' + q);
+      const pg = res.pagination;
+      if (res.data.pdfs.length === 0 && pg.page > 1 && pg.totalPages > 0) {
+        // The last item of a page went (deleted, expired): show the page before.
+        return loadHosted(Math.min(pg.page - 1, pg.totalPages));
+      }
+      state.hostedPage = pg.page;
+      const rows = res.data.pdfs.map((f) => el('tr', { 'data-pdf-id': f.pdfId },
+        el('td', { text: f.originalName }),
+        el('td', { text: bytes(f.fileSize) }),
+        el('td', { text: when(f.createdAt) }),
+        el('td', { text: when(f.expiresAt) }),
+        el('td', { text: String(f.downloads) }),
+        el('td', { class: 'actions' },
+          el('a', { href: '/pdf/view/' + encodeURIComponent(f.pdfId), target: '_blank', rel: 'noopener', text: 'Open' }),
+          confirmButton('Delete', 'Really delete?', () => deleteHosted(f))),
+      ));
+      $('hosted-rows').replaceChildren(...rows);
+      $('hosted-empty').hidden = rows.length > 0;
+      $('hosted-page').textContent = pg.totalPages > 0 ? `Page ${pg.page} of ${pg.totalPages} (${pg.total} files)` : '';
+      $('hosted-prev').disabled = pg.page <= 1;
+      $('hosted-next').disabled = pg.page >= pg.totalPages;
+      status('hosted-status', '');
+    } catch (err) {
+      fail('hosted-status', err);
+    }
+  }
+
+  async function deleteHosted(f) {
+    try {
+      await api('DELETE', '/api/hosted-pdfs/' + encodeURIComponent(f.pdfId));
+      status('hosted-status', `Deleted “${f.originalName}”.`, 'ok');
+      await loadHosted(state.hostedPage);
+      refreshUsage();
+    } catch (err) {
+      fail('hosted-status', err);
+    }
+  }
+
+  $('hosted-prev').addEventListener('click', () => loadHosted(state.hostedPage - 1));
+  $('hosted-next').addEventListener('click', () => loadHosted(state.hostedPage + 1));
+  $('hosted-refresh').addEventListener('click', () => loadHosted(state.hostedPage));
+
+  // --- follow a batch ---
+
+  function stopStream() {
+    if (state.stream) state.stream.close();
+    state.stream = null;
+    $('batch-stop').hidden = true;
+  }
+
+  // batchID takes an ID, or the progress or download URL that names one.
+  function batchID(s) {
+    s = s.trim();
+    const m = /\/pdf\/(?:progress|download)\/([^/?#]+)/.exec(s);
+    return m ? decodeURIComponent(m[1]) : s;
+  }
+
+  function showProgress(p) {
+    const bar = $('batch-progress');
+    bar.max = p.total > 0 ? p.total : 1;
+    bar.value = p.status === 'completed' ? bar.max : Math.min(p.current || 0, bar.max);
+    bar.classList.toggle('done', p.status === 'completed');
+    bar.classList.toggle('failed', p.status === 'error' || p.status === 'not_found');
+    const badge = $('batch-state');
+    badge.textContent = p.status;
+    badge.className = 'badge ' + p.status;
+    $('batch-count').textContent = p.total > 0 ? `${p.current} / ${p.total} documents` : '';
+    $('batch-message').textContent = p.message || '';
+    const link = $('batch-link');
+    const m = p.status === 'completed' && /(https?:\/\/\S+)/.exec(p.message || '');
+    const href = m && httpURL(m[1]);
+    link.hidden = !href;
+    if (href) link.href = href;
+  }
+
+  $('batch-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    stopStream();
+    const id = batchID($('batch-id').value);
+    if (!id) return;
+    const path = '/pdf/progress/' + encodeURIComponent(id);
+    $('batch-view').hidden = false;
+    showProgress({ total: 0, current: 0, status: 'connecting', message: '' });
+    status('batch-status', '');
+    // EventSource cannot send a key; the session cookie authenticates it (docs/decisions.md).
+    const es = new EventSource(path + '/stream');
+    state.stream = es;
+    $('batch-stop').hidden = false;
+    const onEvent = (final) => (e) => {
+      if (state.stream !== es) return;
+      let p;
+      try { p = JSON.parse(e.data); } catch { return; }
+      showProgress(p);
+      if (final) stopStream();
+    };
+    es.addEventListener('progress', onEvent(false));
+    es.addEventListener('complete', onEvent(true));
+    es.addEventListener('error', async (e) => {
+      if (state.stream !== es) return;
+      if (typeof e.data === 'string') {
+        // The server's own error event: the batch failed or is unknown.
+        onEvent(true)(e);
+        return;
+      }
+      if (es.readyState === EventSource.CONNECTING) {
+        status('batch-status', 'Connection lost; reconnecting…');
+        return;
+      }
+      // Refused (not signed in, not your batch, too many streams): the
+      // stream's answer is not readable here, the polling route's is.
+      stopStream();
+      try {
+        const res = await fetch(path, { credentials: 'same-origin', headers: { Accept: 'application/json' } });
+        if (!res.ok) throw await errorOf(res);
+        showProgress(await res.json());
+        status('batch-status', 'The live stream closed; this is the latest reading.');
+      } catch (err) {
+        fail('batch-status', err);
+      }
+    });
+    es.addEventListener('open', () => status('batch-status', ''));
+  });
+  $('batch-stop').addEventListener('click', stopStream);
+
+  // --- start ---
+
+  (async () => {
+    try {
+      const res = await api('GET', '/api/auth/me');
+      signedIn(res.data.user);
+    } catch (err) {
+      signedOut(err instanceof APIError && err.status === 401 ? '' : err.message);
+    }
+  })();
+})();
