@@ -1,0 +1,375 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Batch statuses (spec 2.5).
+const (
+	StatusProcessing = "processing"
+	StatusCompleted  = "completed"
+	StatusError      = "error"
+	StatusNotFound   = "not_found"
+)
+
+// BatchDocument is one document of a batch: HTML or the URL of a public
+// page, and optionally its own print options over the batch's.
+type BatchDocument struct {
+	// FileName is the PDF's name in the ZIP, without .pdf.
+	FileName    string `json:"fileName"`
+	HTMLContent string `json:"htmlContent,omitempty"`
+	URL         string `json:"url,omitempty"`
+	*PrintOptions
+}
+
+// Webhook is called when a batch completes or fails (DESIGN §4.18).
+type Webhook struct {
+	URL string `json:"url"`
+	// Secret signs each delivery (X-Docrender-Signature).
+	Secret string `json:"secret,omitempty"`
+}
+
+// BatchRequest is a batch of documents rendered into one ZIP (spec 4.3).
+type BatchRequest struct {
+	Documents []BatchDocument `json:"documents"`
+	// BatchName is the ZIP's name (default batch-<timestamp>).
+	BatchName string `json:"batchName,omitempty"`
+	// Options apply to every document.
+	Options *PDFOptions `json:"options,omitempty"`
+	Webhook *Webhook    `json:"webhook,omitempty"`
+	// Host stores the ZIP behind an expiring link (StartBatch only; the
+	// synchronous calls are GenerateBatch and GenerateBatchHosted).
+	Host bool `json:"-"`
+}
+
+func (r BatchRequest) body(stream, host bool) (func() (io.ReadCloser, string, error), error) {
+	if len(r.Documents) == 0 {
+		return nil, errors.New("docrender: a batch needs documents")
+	}
+	return jsonBody(struct {
+		BatchRequest
+		Stream bool `json:"stream,omitempty"`
+		Host   bool `json:"host,omitempty"`
+	}{r, stream, host})
+}
+
+// HostedZip is a hosted batch's answer (spec 2.7).
+type HostedZip struct {
+	Success            bool      `json:"success"`
+	Message            string    `json:"message"`
+	DocumentsGenerated int       `json:"documentsGenerated"`
+	DownloadURL        string    `json:"downloadUrl"`
+	ZipID              string    `json:"zipId"`
+	ExpiresAt          time.Time `json:"expiresAt"`
+}
+
+// GenerateBatch renders every document and returns the ZIP once all are
+// done (the call lasts as long as the batch; bound it with ctx).
+func (c *Client) GenerateBatch(ctx context.Context, r BatchRequest) (*Download, error) {
+	body, err := r.body(false, false)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.do(ctx, &request{method: http.MethodPost, path: "/pdf/generate-batch", auth: authKey, body: body})
+	if err != nil {
+		return nil, err
+	}
+	return newDownload(resp), nil
+}
+
+// GenerateBatchHosted renders every document, stores the ZIP and returns
+// its link once all are done.
+func (c *Client) GenerateBatchHosted(ctx context.Context, r BatchRequest) (*HostedZip, error) {
+	body, err := r.body(false, true)
+	if err != nil {
+		return nil, err
+	}
+	var h HostedZip
+	return &h, c.doJSON(ctx, &request{method: http.MethodPost, path: "/pdf/generate-batch", auth: authKey, body: body}, &h)
+}
+
+// BatchStarted is the answer of StartBatch.
+type BatchStarted struct {
+	BatchID string `json:"batchId"`
+	Total   int    `json:"total"`
+	Message string `json:"message"`
+}
+
+// StartBatch starts a batch and returns at once with its ID (stream:true);
+// follow it with FollowBatch, ProgressEvents or Progress, then fetch the
+// ZIP with DownloadBatch (or, with Host, from the completion's link).
+func (c *Client) StartBatch(ctx context.Context, r BatchRequest) (*BatchStarted, error) {
+	body, err := r.body(true, r.Host)
+	if err != nil {
+		return nil, err
+	}
+	var s BatchStarted
+	return &s, c.doJSON(ctx, &request{method: http.MethodPost, path: "/pdf/generate-batch", auth: authKey, body: body}, &s)
+}
+
+// Progress is a batch's progress record (spec 2.5).
+type Progress struct {
+	Total   int    `json:"total"`
+	Current int    `json:"current"`
+	Status  string `json:"status"`
+	Message string `json:"message"`
+}
+
+// Done reports whether the batch is over (completed or error).
+func (p Progress) Done() bool { return p.Status == StatusCompleted || p.Status == StatusError }
+
+// BatchCompletion is where a completed batch's ZIP is (spec 4.4).
+type BatchCompletion struct {
+	// DownloadURL is /pdf/download/<batchId>, or the hosted ZIP's link.
+	DownloadURL string `json:"downloadUrl"`
+	// Hosted batches only:
+	ZipID              string    `json:"zipId"`
+	ExpiresAt          time.Time `json:"expiresAt"`
+	DocumentsGenerated int       `json:"documentsGenerated"`
+}
+
+// Completion reads a completed batch's message: "Download URL: <url>",
+// or with host the JSON of the hosted ZIP.
+func (p Progress) Completion() (*BatchCompletion, error) {
+	if p.Status != StatusCompleted {
+		return nil, fmt.Errorf("docrender: batch is %s, not completed", p.Status)
+	}
+	if u, ok := strings.CutPrefix(p.Message, "Download URL: "); ok {
+		return &BatchCompletion{DownloadURL: strings.TrimSpace(u), DocumentsGenerated: p.Current}, nil
+	}
+	var bc BatchCompletion
+	if err := json.Unmarshal([]byte(p.Message), &bc); err != nil {
+		return nil, fmt.Errorf("docrender: completion message %q: %w", p.Message, err)
+	}
+	return &bc, nil
+}
+
+// failure is the error of a batch that ended in error or is unknown; nil
+// for any other state. A failed batch is the 500 a synchronous batch would
+// have answered; an unknown one a 404.
+func (p Progress) failure() error {
+	switch p.Status {
+	case StatusError:
+		return &Error{StatusCode: http.StatusInternalServerError, Code: CodeInternal, Message: p.Message}
+	case StatusNotFound:
+		return &Error{StatusCode: http.StatusNotFound, Code: CodeNotFound, Message: p.Message}
+	}
+	return nil
+}
+
+func batchPath(id, suffix string) (string, error) {
+	esc, err := pathEscape(id)
+	if err != nil {
+		return "", err
+	}
+	return "/pdf/progress/" + esc + suffix, nil
+}
+
+// Progress polls a batch's progress (GET /pdf/progress/:batchId). An
+// unknown or expired batch returns its not_found record together with a
+// 404 *Error.
+func (c *Client) Progress(ctx context.Context, batchID string) (*Progress, error) {
+	p, err := batchPath(batchID, "")
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.do(ctx, &request{method: http.MethodGet, path: p, auth: authKey, ok: []int{http.StatusOK, http.StatusNotFound}})
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var pr Progress
+	if err := decodeJSON(resp, &pr); err != nil {
+		return nil, err
+	}
+	if resp.StatusCode == http.StatusNotFound {
+		return &pr, &Error{StatusCode: http.StatusNotFound, Code: CodeNotFound, Message: pr.Message,
+			RequestID: resp.Header.Get("X-Request-ID")}
+	}
+	return &pr, nil
+}
+
+// WaitBatch polls a batch every interval (500 ms when 0) until it is over,
+// and returns its last record; a failed or unknown batch is an *Error.
+func (c *Client) WaitBatch(ctx context.Context, batchID string, interval time.Duration) (*Progress, error) {
+	if interval <= 0 {
+		interval = 500 * time.Millisecond
+	}
+	for {
+		p, err := c.Progress(ctx, batchID)
+		if err != nil {
+			return p, err
+		}
+		if p.Done() {
+			return p, p.failure()
+		}
+		if err := c.sleep(ctx, interval); err != nil {
+			return p, err
+		}
+	}
+}
+
+// DownloadBatch fetches the ZIP of a completed batch started without host
+// (GET /pdf/download/<batchId>).
+func (c *Client) DownloadBatch(ctx context.Context, batchID string) (*Download, error) {
+	return c.DownloadFile(ctx, batchID)
+}
+
+// Reconnection of a progress stream that ended before its batch did (a
+// gateway restarting closes its streams without a last event).
+const (
+	// sseDefaultRetry is the wait before reconnecting, unless the
+	// stream's retry field says otherwise.
+	sseDefaultRetry = time.Second
+	// sseMaxReconnects bounds reconnections in a row that bring no event.
+	sseMaxReconnects = 5
+)
+
+// FollowBatch follows a batch over Server-Sent Events (GET
+// /pdf/progress/:batchId/stream), calling onProgress (when not nil) with
+// every record, the last included, and returns the last record. A batch
+// that fails, or is unknown, returns its record with an *Error (500 or
+// 404). A stream that ends before the batch does is opened again, as a
+// browser's EventSource would (sending Last-Event-ID when the stream gave
+// IDs), up to a bounded number of times in a row without news.
+func (c *Client) FollowBatch(ctx context.Context, batchID string, onProgress func(Progress)) (*Progress, error) {
+	path, err := batchPath(batchID, "/stream")
+	if err != nil {
+		return nil, err
+	}
+	st := &streamState{retry: sseDefaultRetry}
+	var last *Progress
+	for fails := 0; ; {
+		p, err := c.followOnce(ctx, path, st, onProgress)
+		if p != nil {
+			last = p
+		}
+		if err == nil && p != nil && (p.Done() || p.Status == StatusNotFound) {
+			return p, p.failure()
+		}
+		var apiErr *Error
+		if errors.As(err, &apiErr) || ctx.Err() != nil {
+			// The service refused the stream (a 4xx, or a 5xx after its
+			// retries), or the caller gave up.
+			if ctx.Err() != nil {
+				return last, ctx.Err()
+			}
+			return last, err
+		}
+		if st.gotEvent {
+			fails = 0
+		} else if fails++; fails > sseMaxReconnects {
+			if err == nil {
+				err = io.ErrUnexpectedEOF
+			}
+			return last, fmt.Errorf("docrender: progress stream of batch %s: ended %d times without news: %w", batchID, fails, err)
+		}
+		st.gotEvent = false
+		if err := c.sleep(ctx, st.retry); err != nil {
+			return last, err
+		}
+	}
+}
+
+// streamState is what outlives one connection of a progress stream.
+type streamState struct {
+	lastID   string
+	retry    time.Duration
+	gotEvent bool
+}
+
+// followOnce reads one connection of the stream until its terminal event
+// (returned with a nil error) or its end (the last record, and the read
+// error or nil).
+func (c *Client) followOnce(ctx context.Context, path string, st *streamState, onProgress func(Progress)) (*Progress, error) {
+	h := http.Header{"Accept": {"text/event-stream"}, "Cache-Control": {"no-cache"}}
+	if st.lastID != "" {
+		h.Set("Last-Event-ID", st.lastID)
+	}
+	resp, err := c.do(ctx, &request{method: http.MethodGet, path: path, auth: authKey, header: h})
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+		return nil, &Error{StatusCode: resp.StatusCode, Code: "UNEXPECTED_CONTENT_TYPE",
+			Message: fmt.Sprintf("progress stream answered %q, not text/event-stream", resp.Header.Get("Content-Type"))}
+	}
+	r := newSSEReader(resp.Body)
+	var last *Progress
+	for {
+		ev, err := r.next()
+		st.lastID = r.lastID
+		if r.retry > 0 {
+			st.retry = r.retry
+		}
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return last, err
+		}
+		var p Progress
+		if err := json.Unmarshal([]byte(ev.Data), &p); err != nil || p.Status == "" {
+			continue // not a progress record: an event this client does not know
+		}
+		st.gotEvent = true
+		last = &p
+		if onProgress != nil {
+			onProgress(p)
+		}
+		if p.Done() || p.Status == StatusNotFound || ev.Name == "complete" || ev.Name == "error" {
+			return last, nil
+		}
+	}
+}
+
+// ProgressEvent is one reading of a batch's progress on the channel of
+// ProgressEvents. The last one has Done set, and Err when the batch
+// failed, is unknown, or could not be followed.
+type ProgressEvent struct {
+	Progress Progress
+	Done     bool
+	Err      error
+}
+
+// ProgressEvents follows a batch as FollowBatch does and sends each
+// record on the returned channel, then a last event with Done set, then
+// closes it. Read it to the end or cancel ctx.
+func (c *Client) ProgressEvents(ctx context.Context, batchID string) <-chan ProgressEvent {
+	ch := make(chan ProgressEvent, 1)
+	go func() {
+		defer close(ch)
+		var sent *Progress
+		final, err := c.FollowBatch(ctx, batchID, func(p Progress) {
+			if p.Done() || p.Status == StatusNotFound {
+				return // sent last, with Done
+			}
+			sent = &p
+			select {
+			case ch <- ProgressEvent{Progress: p}:
+			case <-ctx.Done():
+			}
+		})
+		ev := ProgressEvent{Done: true, Err: err}
+		switch {
+		case final != nil:
+			ev.Progress = *final
+		case sent != nil:
+			ev.Progress = *sent
+		}
+		select {
+		case ch <- ev:
+		case <-ctx.Done():
+		}
+	}()
+	return ch
+}

@@ -1,0 +1,393 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"net/textproto"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Upload is one file of a generate or merge request. Its content is read
+// afresh for each attempt, so a retried request sends it again.
+type Upload struct {
+	// Name is the file's path as the HTML names it: "index.html",
+	// "css/site.css" (forward slashes, relative).
+	Name string
+	// ContentType is sent with the part; empty: guessed from the name.
+	ContentType string
+	// Open returns the content.
+	Open func() (io.ReadCloser, error)
+}
+
+// UploadBytes is an upload of data.
+func UploadBytes(name string, data []byte) Upload {
+	return Upload{Name: name, Open: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }}
+}
+
+// UploadFile is an upload of the file at path, named name (the file's base
+// name when empty). The file is read when the request is sent.
+func UploadFile(path, name string) Upload {
+	if name == "" {
+		name = filepath.Base(path)
+	}
+	return Upload{Name: name, Open: func() (io.ReadCloser, error) { return os.Open(path) }}
+}
+
+// UploadDir is every regular file under dir, named by its path relative to
+// dir: a page (index.html) with the assets it names by relative path.
+func UploadDir(dir string) ([]Upload, error) {
+	var ups []Upload
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		ups = append(ups, UploadFile(p, filepath.ToSlash(rel)))
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("docrender: read %s: %w", dir, err)
+	}
+	return ups, nil
+}
+
+// multipartBody makes a re-sendable multipart body: each call streams the
+// fields and files anew through a pipe, so no file sits whole in memory.
+func multipartBody(fields [][2]string, files []Upload) func() (io.ReadCloser, string, error) {
+	return func() (io.ReadCloser, string, error) {
+		pr, pw := io.Pipe()
+		w := multipart.NewWriter(pw)
+		go func() {
+			pw.CloseWithError(writeMultipart(w, fields, files))
+		}()
+		return pr, w.FormDataContentType(), nil
+	}
+}
+
+func writeMultipart(w *multipart.Writer, fields [][2]string, files []Upload) error {
+	for _, f := range fields {
+		if err := w.WriteField(f[0], f[1]); err != nil {
+			return err
+		}
+	}
+	for _, f := range files {
+		if err := writeFilePart(w, f); err != nil {
+			return err
+		}
+	}
+	return w.Close()
+}
+
+var quoteEscaper = strings.NewReplacer("\\", "\\\\", `"`, "\\\"")
+
+func writeFilePart(w *multipart.Writer, f Upload) error {
+	if f.Open == nil {
+		return fmt.Errorf("docrender: upload %q has no content", f.Name)
+	}
+	h := textproto.MIMEHeader{}
+	// The full relative path goes in filename: it is how the HTML finds
+	// its assets (multipart.Writer.CreateFormFile would keep it too, but
+	// not the content type).
+	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="files"; filename="%s"`, quoteEscaper.Replace(f.Name)))
+	ct := f.ContentType
+	if ct == "" {
+		ct = mime.TypeByExtension(path.Ext(f.Name))
+	}
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	h.Set("Content-Type", ct)
+	pw, err := w.CreatePart(h)
+	if err != nil {
+		return err
+	}
+	rc, err := f.Open()
+	if err != nil {
+		return fmt.Errorf("docrender: open %s: %w", f.Name, err)
+	}
+	defer rc.Close()
+	if _, err := io.Copy(pw, rc); err != nil {
+		return fmt.Errorf("docrender: read %s: %w", f.Name, err)
+	}
+	return nil
+}
+
+// Download is a file the service answers with: a PDF, a ZIP or a PNG. The
+// caller reads and closes Body.
+type Download struct {
+	Body io.ReadCloser
+	// Name is the file name the service gives it (Content-Disposition).
+	Name        string
+	ContentType string
+	// Size is the length in bytes, -1 when not announced.
+	Size int64
+	// Report holds the render report's counts of a generated PDF (nil for
+	// a cache hit or a file that was not just rendered).
+	Report *ReportCounts
+	// Pages is a merged PDF's page count (0 when not announced).
+	Pages int
+	// CacheHit is true when a caching ID returned a stored PDF.
+	CacheHit bool
+	// BatchID names the batch of a batch ZIP.
+	BatchID string
+}
+
+// Bytes reads the whole file and closes Body.
+func (d *Download) Bytes() ([]byte, error) {
+	defer d.Body.Close()
+	return io.ReadAll(d.Body)
+}
+
+// Save writes the file to path (created or truncated) and closes Body.
+func (d *Download) Save(path string) error {
+	defer d.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, d.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// ReportCounts are the counts of the Docrender-Render-Report header.
+type ReportCounts struct {
+	Pages, RenderMs, Blocked, Failed, ConsoleErrors int
+}
+
+// parseReportHeader reads "pages=3, renderMs=412, blocked=1, failed=0, consoleErrors=0".
+func parseReportHeader(h string) *ReportCounts {
+	if h == "" {
+		return nil
+	}
+	r := &ReportCounts{}
+	for _, kv := range strings.Split(h, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok {
+			continue
+		}
+		n, _ := strconv.Atoi(strings.TrimSpace(v))
+		switch k {
+		case "pages":
+			r.Pages = n
+		case "renderMs":
+			r.RenderMs = n
+		case "blocked":
+			r.Blocked = n
+		case "failed":
+			r.Failed = n
+		case "consoleErrors":
+			r.ConsoleErrors = n
+		}
+	}
+	return r
+}
+
+func newDownload(resp *http.Response) *Download {
+	d := &Download{Body: resp.Body, ContentType: resp.Header.Get("Content-Type"), Size: resp.ContentLength,
+		Report: parseReportHeader(resp.Header.Get("Docrender-Render-Report")), CacheHit: resp.Header.Get("X-Cache") == "HIT",
+		BatchID: resp.Header.Get("X-Batch-Id")}
+	if _, params, err := mime.ParseMediaType(resp.Header.Get("Content-Disposition")); err == nil {
+		d.Name = params["filename"]
+	}
+	d.Pages, _ = strconv.Atoi(resp.Header.Get("X-PDF-Pages"))
+	return d
+}
+
+// Report is the render report of a hosted answer (DESIGN §6).
+type Report struct {
+	Pages           int             `json:"pages"`
+	RenderMs        int64           `json:"renderMs"`
+	BlockedRequests []string        `json:"blockedRequests"`
+	FailedRequests  []FailedRequest `json:"failedRequests"`
+	ConsoleErrors   []string        `json:"consoleErrors"`
+}
+
+// FailedRequest is a request of the page that failed.
+type FailedRequest struct {
+	URL    string `json:"url"`
+	Status int    `json:"status"`
+	Error  string `json:"error,omitempty"`
+}
+
+// Hosted is a stored PDF's answer (spec 2.2).
+type Hosted struct {
+	URL       string    `json:"url"`
+	PdfID     string    `json:"pdfId"`
+	ExpiresAt time.Time `json:"expiresAt"`
+	// Report is the render's report (nil for a cache hit).
+	Report *Report `json:"report,omitempty"`
+}
+
+// GenerateRequest is what POST /pdf/generate renders: files (an HTML page,
+// index.html or the first .html, with its assets; header.html and
+// footer.html serve as the templates) or the URL of a public page.
+type GenerateRequest struct {
+	Files   []Upload
+	URL     string
+	Options *PDFOptions
+}
+
+func (r GenerateRequest) body(host bool) (func() (io.ReadCloser, string, error), error) {
+	if (len(r.Files) == 0) == (r.URL == "") {
+		return nil, errors.New("docrender: generate needs either files or a URL")
+	}
+	var fields [][2]string
+	if r.Options != nil || host {
+		var o any = r.Options
+		if r.Options == nil {
+			o = struct{}{}
+		}
+		b, err := withHost(o, host)
+		if err != nil {
+			return nil, fmt.Errorf("docrender: encode options: %w", err)
+		}
+		fields = append(fields, [2]string{"options", string(b)})
+	}
+	if r.URL != "" {
+		fields = append(fields, [2]string{"url", r.URL})
+	}
+	return multipartBody(fields, r.Files), nil
+}
+
+// Generate renders a PDF (POST /pdf/generate) and returns it.
+func (c *Client) Generate(ctx context.Context, r GenerateRequest) (*Download, error) {
+	body, err := r.body(false)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.do(ctx, &request{method: http.MethodPost, path: "/pdf/generate", auth: authKey, body: body})
+	if err != nil {
+		return nil, err
+	}
+	return newDownload(resp), nil
+}
+
+// GenerateHosted renders a PDF and stores it behind an expiring link
+// (options host:true); it returns the link.
+func (c *Client) GenerateHosted(ctx context.Context, r GenerateRequest) (*Hosted, error) {
+	body, err := r.body(true)
+	if err != nil {
+		return nil, err
+	}
+	var h Hosted
+	return &h, c.doJSON(ctx, &request{method: http.MethodPost, path: "/pdf/generate", auth: authKey, body: body}, &h)
+}
+
+// MergeRequest is the PDFs to merge, in order, and the options.
+type MergeRequest struct {
+	Files   []Upload
+	Options *MergeOptions
+}
+
+func (r MergeRequest) body(host bool) (func() (io.ReadCloser, string, error), error) {
+	if len(r.Files) == 0 {
+		return nil, errors.New("docrender: merge needs at least one PDF")
+	}
+	var fields [][2]string
+	if r.Options != nil || host {
+		var o any = r.Options
+		if r.Options == nil {
+			o = struct{}{}
+		}
+		b, err := withHost(o, host)
+		if err != nil {
+			return nil, fmt.Errorf("docrender: encode options: %w", err)
+		}
+		fields = append(fields, [2]string{"options", string(b)})
+	}
+	return multipartBody(fields, r.Files), nil
+}
+
+// Merge merges PDFs (POST /pdf/merge) and returns the result.
+func (c *Client) Merge(ctx context.Context, r MergeRequest) (*Download, error) {
+	body, err := r.body(false)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.do(ctx, &request{method: http.MethodPost, path: "/pdf/merge", auth: authKey, body: body})
+	if err != nil {
+		return nil, err
+	}
+	return newDownload(resp), nil
+}
+
+// MergeHosted merges PDFs and stores the result behind an expiring link.
+func (c *Client) MergeHosted(ctx context.Context, r MergeRequest) (*Hosted, error) {
+	body, err := r.body(true)
+	if err != nil {
+		return nil, err
+	}
+	var h Hosted
+	return &h, c.doJSON(ctx, &request{method: http.MethodPost, path: "/pdf/merge", auth: authKey, body: body}, &h)
+}
+
+// QRRequest is a QR code to draw (spec 4.6, DESIGN §4.16).
+type QRRequest struct {
+	// Data is the text or URL to encode.
+	Data string `json:"data"`
+	// Size is the image's width and height in pixels, 32 to 2048 (default 200).
+	Size int `json:"size,omitempty"`
+	// Margin is the quiet zone in modules, 0 to 10 (default 1; use Int(0) for none).
+	Margin *int `json:"margin,omitempty"`
+	// ErrorCorrectionLevel is L, M (default), Q or H.
+	ErrorCorrectionLevel string `json:"errorCorrectionLevel,omitempty"`
+	// DarkColor and LightColor are #rgb or #rrggbb.
+	DarkColor  string `json:"darkColor,omitempty"`
+	LightColor string `json:"lightColor,omitempty"`
+}
+
+// Int returns a pointer to v.
+func Int(v int) *int { return &v }
+
+// QRCode draws a QR code and returns the PNG.
+func (c *Client) QRCode(ctx context.Context, r QRRequest) ([]byte, error) {
+	body, err := jsonBody(struct {
+		QRRequest
+		Format string `json:"format"`
+	}{r, "png"})
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.do(ctx, &request{method: http.MethodPost, path: "/pdf/qrcode", auth: authKey, body: body})
+	if err != nil {
+		return nil, err
+	}
+	return newDownload(resp).Bytes()
+}
+
+// QRCodeDataURL draws a QR code and returns it as a data: URL of a PNG.
+func (c *Client) QRCodeDataURL(ctx context.Context, r QRRequest) (string, error) {
+	body, err := jsonBody(struct {
+		QRRequest
+		Format string `json:"format"`
+	}{r, "dataUrl"})
+	if err != nil {
+		return "", err
+	}
+	var out struct {
+		DataURL string `json:"dataUrl"`
+	}
+	err = c.doJSON(ctx, &request{method: http.MethodPost, path: "/pdf/qrcode", auth: authKey, body: body}, &out)
+	return out.DataURL, err
+}
