@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docrender/docrender/pkg/config"
 	drclient "github.com/docrender/docrender/pkg/client"
+	"github.com/docrender/docrender/pkg/config"
 )
 
 // newAPIClient registers a fresh user through the Go client and gives the
