@@ -138,7 +138,10 @@
     stopStream();
     clearNewKey();
     clearRender();
-    for (const id of ['key-rows', 'hosted-rows']) $(id).replaceChildren();
+    // Nothing of this account stays on screen for the next person.
+    for (const id of ['key-rows', 'hosted-rows', 'limits']) $(id).replaceChildren();
+    for (const f of document.querySelectorAll('#app form')) f.reset();
+    for (const s of document.querySelectorAll('#app .status')) status(s.id, '');
     $('batch-view').hidden = true;
     show(false);
     status('auth-status', msg || '', msg ? 'error' : '');
