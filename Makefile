@@ -2,9 +2,9 @@
 SHELL := /bin/bash
 CACHE ?= $(HOME)/.cache/docrender
 export PATH := $(CACHE)/bin:$(PATH)
-MODULES := ./pkg/... ./proto/... ./worker/... ./gateway/... ./e2e/... ./bench/...
+MODULES := ./pkg/... ./proto/... ./worker/... ./gateway/... ./e2e/... ./bench/... ./cli/...
 # Each module builds on its own too (GOWORK=off), as a user of one would.
-MODULE_DIRS := proto pkg worker gateway e2e bench
+MODULE_DIRS := proto pkg worker gateway e2e bench cli
 # deploy/validate is a module of its own outside go.work (its tools stay out
 # of the service's dependencies): run it with GOWORK=off from its folder.
 DEPLOY := cd deploy/validate && GOWORK=off
@@ -14,6 +14,7 @@ DEPLOY := cd deploy/validate && GOWORK=off
 build:
 	go build -o bin/gateway ./gateway/cmd/gateway
 	go build -o bin/worker ./worker/cmd/worker
+	go build -o bin/docrender ./cli/cmd/docrender
 
 setup:
 	scripts/setup

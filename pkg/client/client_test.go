@@ -99,6 +99,9 @@ func TestUploadDirKeepsRelativePaths(t *testing.T) {
 	os.MkdirAll(filepath.Join(dir, "img"), 0o755)
 	os.WriteFile(filepath.Join(dir, "index.html"), []byte("<img src=img/a.png>"), 0o644)
 	os.WriteFile(filepath.Join(dir, "img", "a.png"), []byte("PNG"), 0o644)
+	os.MkdirAll(filepath.Join(dir, ".git"), 0o755)
+	os.WriteFile(filepath.Join(dir, ".git", "HEAD"), []byte("ref"), 0o644)
+	os.WriteFile(filepath.Join(dir, ".DS_Store"), []byte("x"), 0o644)
 	ups, err := UploadDir(dir)
 	if err != nil {
 		t.Fatal(err)

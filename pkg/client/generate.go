@@ -47,11 +47,18 @@ func UploadFile(path, name string) Upload {
 
 // UploadDir is every regular file under dir, named by its path relative to
 // dir: a page (index.html) with the assets it names by relative path.
+// Hidden files and folders (.git, .DS_Store) are left out.
 func UploadDir(dir string) ([]Upload, error) {
 	var ups []Upload
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
+		}
+		if p != dir && strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
 		}
 		if !d.Type().IsRegular() {
 			return nil

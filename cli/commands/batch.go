@@ -1,0 +1,110 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/docrender/docrender/cli/progress"
+	"github.com/docrender/docrender/pkg/client"
+)
+
+// runBatch is `docrender batch DIR`: every .html file of DIR is a
+// document; the batch is started with progress tracking, followed over
+// SSE (a bar on a terminal, lines elsewhere), and its ZIP fetched.
+func runBatch(ctx context.Context, a *app, args []string) error {
+	fs := newFlagSet("batch")
+	out := fs.String("o", "", "")
+	host := fs.Bool("host", false, "")
+	name := fs.String("name", "", "")
+	mode := fs.String("progress", string(progress.Auto), "")
+	var opts multiFlag
+	fs.Var(&opts, "option", "")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageErrorf("batch takes one DIR of .html files")
+	}
+	pm, err := progress.ParseMode(*mode)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	m, err := parseOptions(opts, reflect.TypeFor[client.PDFOptions]())
+	if err != nil {
+		return err
+	}
+	docs, err := batchDocuments(pos[0])
+	if err != nil {
+		return err
+	}
+	req := client.BatchRequest{Documents: docs, BatchName: *name, Host: *host}
+	if len(m) > 0 {
+		req.Options = &client.PDFOptions{Extra: m}
+	}
+	c, err := a.client(needKey)
+	if err != nil {
+		return err
+	}
+	started, err := c.StartBatch(ctx, req)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.env.Stderr, "batch %s: %d documents\n", started.BatchID, started.Total)
+	disp := progress.New(a.env.Stderr, pm, a.stderrIsTerminal(), "rendering")
+	final, err := c.FollowBatch(ctx, started.BatchID, disp.Update)
+	disp.Close()
+	if err != nil {
+		var ae *client.Error
+		if !errors.As(err, &ae) {
+			// The batch goes on without us: say where to find it.
+			fmt.Fprintf(a.env.Stderr, "batch %s goes on at the service: %s/pdf/progress/%s\n", started.BatchID, a.baseURL, started.BatchID)
+		}
+		return err
+	}
+	if *host {
+		bc, err := final.Completion()
+		if err != nil {
+			return err
+		}
+		a.printHosted(bc.DownloadURL, bc.ZipID, bc.ExpiresAt)
+		return nil
+	}
+	d, err := c.DownloadBatch(ctx, started.BatchID)
+	if err != nil {
+		return err
+	}
+	return a.save(d, *out)
+}
+
+// batchDocuments reads each .html (.htm) file directly in dir, in name
+// order, as a document named after the file.
+func batchDocuments(dir string) ([]client.BatchDocument, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, inputErrorf("%v", err)
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	var docs []client.BatchDocument
+	for _, e := range entries {
+		ext := strings.ToLower(filepath.Ext(e.Name()))
+		if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), ".") || (ext != ".html" && ext != ".htm") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, inputErrorf("%v", err)
+		}
+		docs = append(docs, client.BatchDocument{FileName: strings.TrimSuffix(e.Name(), filepath.Ext(e.Name())), HTMLContent: string(b)})
+	}
+	if len(docs) == 0 {
+		return nil, inputErrorf("%s holds no .html files", dir)
+	}
+	return docs, nil
+}

@@ -1,0 +1,343 @@
+// Package commands is the docrender command line: each command is a small
+// function over pkg/client, run by Run, which turns every failure into a
+// message and an exit code by its class.
+package commands
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+
+	"github.com/docrender/docrender/cli/term"
+	"github.com/docrender/docrender/pkg/client"
+)
+
+// Exit codes, by class of failure (documented in `docrender help`).
+const (
+	ExitOK = 0
+	// ExitUsage: the command line is wrong (unknown command or flag,
+	// missing argument, malformed --option).
+	ExitUsage = 1
+	// ExitInput: the input is bad: a local file is missing or unreadable,
+	// or the service refused the request (400, 404, 409, 413, 422).
+	ExitInput = 2
+	// ExitAuth: no or bad credentials, or not allowed (401, 403).
+	ExitAuth = 3
+	// ExitLimit: a quota, hosting limit or rate limit (429).
+	ExitLimit = 4
+	// ExitServer: the service failed or is unavailable (5xx).
+	ExitServer = 5
+	// ExitNetwork: the service could not be reached, or the connection broke.
+	ExitNetwork = 6
+)
+
+// Env is what a run reads and writes: the environment and the standard files.
+type Env struct {
+	Getenv func(string) string
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+// app is one run: its environment and configuration.
+type app struct {
+	env     Env
+	baseURL string
+	apiKey  string
+	session string
+}
+
+// command is one subcommand.
+type command struct {
+	name, args, summary string
+	run                 func(ctx context.Context, a *app, args []string) error
+}
+
+func commandList() []command {
+	return []command{
+		{"render", "FILE|DIR|URL [-o out.pdf] [--option k=v ...] [--host]", "render an HTML file, a folder (index.html and its assets) or a web page to PDF", runRender},
+		{"merge", "a.pdf b.pdf ... [-o out.pdf] [--option k=v ...] [--host]", "merge PDFs in the order given", runMerge},
+		{"batch", "DIR [-o out.zip] [--option k=v ...] [--host] [--progress auto|bar|plain|none]", "render every .html file of DIR into one ZIP, showing progress", runBatch},
+		{"qr", "TEXT [-o qr.png] [--size N] [--margin N] [--ecc L|M|Q|H] [--dark #000] [--light #fff]", "draw a QR code as a PNG", runQR},
+		{"files", "ls [--page N] [--limit N] [--json] | rm ID ...", "list or delete your hosted files (needs DOCRENDER_SESSION)", runFiles},
+		{"usage", "[--json]", "this month's conversions and hosted files against your plan (needs DOCRENDER_SESSION)", runUsage},
+		{"login", "EMAIL [--key NAME]", "sign in; prints export lines for DOCRENDER_SESSION (and a new DOCRENDER_API_KEY with --key)", runLogin},
+		{"register", "EMAIL [--key NAME]", "create an account and sign in, as login does", runRegister},
+		{"logout", "", "end the session in DOCRENDER_SESSION", runLogout},
+		{"help", "[COMMAND]", "this help", nil},
+		{"version", "", "the version of this command", nil},
+	}
+}
+
+// Run runs the command line args (without the program name) and returns the exit code.
+func Run(ctx context.Context, args []string, env Env) int {
+	a := &app{env: env}
+	g := flag.NewFlagSet("docrender", flag.ContinueOnError)
+	g.SetOutput(io.Discard)
+	g.StringVar(&a.baseURL, "url", env.Getenv("DOCRENDER_URL"), "")
+	g.StringVar(&a.apiKey, "key", env.Getenv("DOCRENDER_API_KEY"), "")
+	g.StringVar(&a.session, "session", env.Getenv("DOCRENDER_SESSION"), "")
+	if err := g.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			a.help(env.Stdout, "")
+			return ExitOK
+		}
+		return a.report(usageErrorf("%v", err))
+	}
+	if a.baseURL == "" {
+		a.baseURL = client.DefaultBaseURL
+	}
+	rest := g.Args()
+	if len(rest) == 0 {
+		a.help(env.Stderr, "")
+		return ExitUsage
+	}
+	name, rest := rest[0], rest[1:]
+	switch name {
+	case "help", "-h", "--help":
+		topic := ""
+		if len(rest) > 0 {
+			topic = rest[0]
+		}
+		return a.help(env.Stdout, topic)
+	case "version", "--version":
+		fmt.Fprintln(env.Stdout, "docrender", client.Version)
+		return ExitOK
+	}
+	for _, c := range commandList() {
+		if c.name == name && c.run != nil {
+			err := c.run(ctx, a, rest)
+			if errors.Is(err, flag.ErrHelp) {
+				a.help(env.Stdout, name)
+				return ExitOK
+			}
+			return a.report(err)
+		}
+	}
+	return a.report(usageErrorf("unknown command %q", name))
+}
+
+func (a *app) help(w io.Writer, topic string) int {
+	if topic != "" {
+		for _, c := range commandList() {
+			if c.name == topic {
+				fmt.Fprintf(w, "usage: docrender %s %s\n\n%s.\n", c.name, c.args, c.summary)
+				if h := commandHelp[c.name]; h != "" {
+					fmt.Fprintf(w, "\n%s", h)
+				}
+				return ExitOK
+			}
+		}
+		fmt.Fprintf(a.env.Stderr, "docrender: no command %q\n", topic)
+		return ExitUsage
+	}
+	fmt.Fprintf(w, "docrender: render HTML to PDF with a docrender service.\n\nusage: docrender [--url URL] [--key KEY] [--session TOKEN] COMMAND [ARGS]\n\ncommands:\n")
+	for _, c := range commandList() {
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, generalHelp)
+	return ExitOK
+}
+
+const generalHelp = `
+Flags may come before or after a command's arguments; 'docrender help COMMAND'
+shows a command's flags.
+
+environment:
+  DOCRENDER_URL       the service (default http://localhost:8080); --url wins
+  DOCRENDER_API_KEY   the API key for render, merge, batch and qr; --key wins
+  DOCRENDER_SESSION   a session token for files and usage (the service lets
+                      only a signed-in user list and delete hosted files and
+                      read usage); get one with
+                        eval "$(docrender login you@example.com)"
+                      which prints export lines and stores nothing on disk
+  DOCRENDER_PASSWORD  the password for login and register (else read from stdin)
+
+exit codes:
+  0  success
+  1  usage: unknown command or flag, missing argument, malformed --option
+  2  bad input: a local file missing or unreadable, or the service refused
+     the request (400, 404, 409, 413, 422)
+  3  authentication: no API key or session, or the service answered 401 or 403
+  4  limits: quota, hosted-file limit or rate limit (429)
+  5  the service failed or is unavailable (5xx)
+  6  network: the service could not be reached or the connection broke
+`
+
+var commandHelp = map[string]string{
+	"render": `A FILE is uploaded alone (name it index.html or give it a .html extension).
+A DIR is uploaded whole (hidden files left out) with paths relative to it, so
+index.html finds css/site.css and img/logo.png by the links it has. A URL
+(http:// or https://) is fetched by the service.
+
+  -o FILE         where to write the PDF (default: the input's name with .pdf,
+                  or the service's name for a URL; - for standard output)
+  --option k=v    an option of the API (spec 2.1, DESIGN §6), repeatable:
+                  format=Letter, margin.top=2cm, scale=0.8, printBackground=false,
+                  metadata.title="Q3 report", metadata.keywords=a,b,
+                  extraHttpHeaders.Accept-Language=fr, encryption.ownerPassword=s;
+                  a value is JSON when it parses as JSON (true, 1.5,
+                  {"top":"1cm"}) unless the option is text
+  --host          store the PDF behind an expiring link and print the link
+`,
+	"merge": `  -o FILE         where to write the PDF (default: the service's name; - for standard output)
+  --option k=v    fileName, userType, metadata.*, encryption.*, watermark.*
+  --host          store the result behind an expiring link and print the link
+`,
+	"batch": `Each .html (or .htm) file directly in DIR is one document, named after
+the file; a document's assets must be inline (data: URLs) or on the web.
+
+  -o FILE         where to write the ZIP (default: the service's name)
+  --name NAME     the batch's name (the ZIP's, default batch-<timestamp>)
+  --option k=v    options for every document, as for render
+  --host          store the ZIP behind an expiring link and print the link
+  --progress M    auto (default: a bar when standard error is a terminal,
+                  plain lines otherwise), bar, plain or none
+`,
+	"qr": `  -o FILE         where to write the PNG (default qr.png; - for standard output)
+  --size N        width and height in pixels, 32 to 2048 (default 200)
+  --margin N      quiet zone in modules, 0 to 10 (default 1)
+  --ecc L|M|Q|H   error correction (default M)
+  --dark, --light colours, #rgb or #rrggbb
+`,
+	"files": `  ls              your live hosted files, newest first
+    --page N --limit N   paging (default 1 and 20; limit at most 100)
+    --json              the list as JSON
+  rm ID ...       delete hosted files
+`,
+	"usage": `  --json          as JSON
+`,
+	"login": `Prints "export DOCRENDER_SESSION=..." for eval; nothing is stored on disk.
+The password comes from DOCRENDER_PASSWORD, else from standard input.
+
+  --key NAME      also create an API key of that name and print its export line
+`,
+}
+
+// exitError is a failure with its exit code decided where it happened.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+func usageErrorf(format string, args ...any) error {
+	return &exitError{code: ExitUsage, msg: fmt.Sprintf(format, args...)}
+}
+
+func inputErrorf(format string, args ...any) error {
+	return &exitError{code: ExitInput, msg: fmt.Sprintf(format, args...)}
+}
+
+// exitCode is the exit code of err's class.
+func exitCode(err error) int {
+	var ee *exitError
+	var ae *client.Error
+	var ne net.Error
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.As(err, &ae):
+		switch s := ae.StatusCode; {
+		case s == 401 || s == 403:
+			return ExitAuth
+		case s == 429:
+			return ExitLimit
+		case s >= 500:
+			return ExitServer
+		case s >= 400:
+			return ExitInput
+		}
+		return ExitServer
+	case errors.As(err, &ne), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, context.DeadlineExceeded):
+		return ExitNetwork
+	case errors.Is(err, context.Canceled):
+		return ExitNetwork
+	}
+	return ExitInput
+}
+
+// report writes err for a person and returns its exit code.
+func (a *app) report(err error) int {
+	code := exitCode(err)
+	if err == nil {
+		return code
+	}
+	w := a.env.Stderr
+	var ae *client.Error
+	switch {
+	case errors.As(err, &ae):
+		fmt.Fprintf(w, "docrender: %s [%d %s]\n", ae.Message, ae.StatusCode, ae.Code)
+		if ae.Field != "" {
+			fmt.Fprintf(w, "  field: %s\n", ae.Field)
+		}
+		if ae.Hint != "" {
+			fmt.Fprintf(w, "  hint: %s\n", ae.Hint)
+		}
+		for _, d := range ae.Details {
+			if d.URL != "" {
+				fmt.Fprintf(w, "  %s: %s (%s)\n", d.Kind, d.Message, d.URL)
+			} else {
+				fmt.Fprintf(w, "  %s: %s\n", d.Kind, d.Message)
+			}
+		}
+		for _, f := range ae.ReceivedFiles {
+			fmt.Fprintf(w, "  received: %s (%s)\n", f.Name, f.MimeType)
+		}
+		if ae.RetryAfter > 0 {
+			fmt.Fprintf(w, "  retry after: %s\n", ae.RetryAfter)
+		}
+		if ae.RequestID != "" {
+			fmt.Fprintf(w, "  request ID: %s\n", ae.RequestID)
+		}
+	case code == ExitNetwork:
+		fmt.Fprintf(w, "docrender: cannot reach the service at %s: %s\n", a.baseURL, strings.TrimPrefix(err.Error(), "docrender: "))
+		fmt.Fprintln(w, "  hint: is it running? DOCRENDER_URL sets its address.")
+	default:
+		fmt.Fprintf(w, "docrender: %s\n", strings.TrimPrefix(err.Error(), "docrender: "))
+		if code == ExitUsage {
+			fmt.Fprintln(w, "  run 'docrender help' for the commands and their arguments")
+		}
+	}
+	return code
+}
+
+// Credentials a command needs.
+type need int
+
+const (
+	needKey need = 1 << iota
+	needSession
+)
+
+// client returns a client of the service, checking the credentials the command needs.
+func (a *app) client(n need) (*client.Client, error) {
+	if n&needKey != 0 && a.apiKey == "" {
+		return nil, &exitError{code: ExitAuth, msg: "no API key: set DOCRENDER_API_KEY (create one in the dashboard at " +
+			a.baseURL + "/dashboard, or with: docrender login EMAIL --key NAME)"}
+	}
+	if n&needSession != 0 && a.session == "" {
+		return nil, &exitError{code: ExitAuth, msg: "this command needs a signed-in session: set DOCRENDER_SESSION, e.g. with\n" +
+			"  eval \"$(docrender login you@example.com)\""}
+	}
+	c, err := client.New(a.baseURL, client.WithAPIKey(a.apiKey), client.WithSessionToken(a.session),
+		client.WithUserAgent("docrender-cli/"+client.Version))
+	if err != nil {
+		return nil, usageErrorf("DOCRENDER_URL: %v", err)
+	}
+	return c, nil
+}
+
+// stderrIsTerminal reports whether progress may be drawn as a bar.
+func (a *app) stderrIsTerminal() bool {
+	f, ok := a.env.Stderr.(*os.File)
+	return ok && term.IsTerminal(f)
+}
