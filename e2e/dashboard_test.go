@@ -152,7 +152,7 @@ func (d *dashboard) takeProblems() []string {
 // waitText waits until the element's trimmed text is want.
 func (d *dashboard) waitText(sel, want string) {
 	d.t.Helper()
-	err := d.p.Timeout(30*time.Second).Wait(rod.Eval(`(s, w) => { const e = document.querySelector(s); return !!e && e.textContent.trim() === w }`, sel, want))
+	err := d.p.Timeout(30 * time.Second).Wait(rod.Eval(`(s, w) => { const e = document.querySelector(s); return !!e && e.textContent.trim() === w }`, sel, want))
 	if err != nil {
 		got := d.p.MustEval(`(s) => { const e = document.querySelector(s); return e ? e.textContent.trim() : '(no element)' }`, sel).Str()
 		d.t.Fatalf("%s: text %q, want %q (%v)", sel, got, want, err)
