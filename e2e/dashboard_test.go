@@ -461,6 +461,13 @@ func TestDashboardInBrowser(t *testing.T) {
 	p.MustElement("#batch-id").MustSelectAllText().MustInput("AAAAAAAAAAAAAAAAAAAAAA")
 	p.MustElement("#batch-follow").MustClick()
 	d.waitText("#batch-state", "not_found")
+	// Another account's batch: the stream is refused, and the page says why.
+	other := newClient(t, svc)
+	theirs := other.startStream(map[string]any{"documents": docs(1, "theirs")})
+	p.MustElement("#batch-id").MustSelectAllText().MustInput(theirs)
+	p.MustElement("#batch-follow").MustClick()
+	d.waitText("#batch-status", "This batch belongs to another account.")
+	other.waitBatch(theirs, 1, time.Minute)
 
 	// Sign out: the session ends; a wrong password is refused; sign in again.
 	p.MustElement("#signout").MustClick()
