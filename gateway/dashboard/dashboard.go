@@ -12,7 +12,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io/fs"
-	"mime"
 	"net/http"
 	"path"
 	"time"
@@ -31,6 +30,15 @@ var static embed.FS
 // no plugins, no <base> rewriting, forms post nowhere else.
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
 	"connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+// contentTypes are the embedded files' types, fixed here rather than read
+// from the machine's MIME tables (which differ between systems).
+var contentTypes = map[string]string{
+	".html": "text/html; charset=utf-8",
+	".js":   "text/javascript; charset=utf-8",
+	".css":  "text/css; charset=utf-8",
+	".svg":  "image/svg+xml",
+}
 
 // asset is one embedded file, ready to serve.
 type asset struct {
@@ -75,7 +83,7 @@ func load() (*handler, error) {
 		name := path.Base(p)
 		h.assets[name] = asset{
 			name: name, data: data,
-			ctype: mime.TypeByExtension(path.Ext(name)),
+			ctype: contentTypes[path.Ext(name)],
 			etag:  `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`,
 		}
 		return nil
@@ -85,6 +93,11 @@ func load() (*handler, error) {
 	}
 	if _, ok := h.assets["index.html"]; !ok {
 		return nil, fmt.Errorf("dashboard: index.html not embedded")
+	}
+	for _, a := range h.assets {
+		if a.ctype == "" {
+			return nil, fmt.Errorf("dashboard: no content type for %s", a.name)
+		}
 	}
 	return h, nil
 }
@@ -117,9 +130,7 @@ func (h *handler) serve(c echo.Context, name string) error {
 	// Revalidate every time: a new binary serves new files under the same names.
 	hd.Set(echo.HeaderCacheControl, "no-cache")
 	hd.Set("ETag", a.etag)
-	if a.ctype != "" {
-		hd.Set(echo.HeaderContentType, a.ctype)
-	}
+	hd.Set(echo.HeaderContentType, a.ctype)
 	http.ServeContent(c.Response(), c.Request(), a.name, h.modTime, bytes.NewReader(a.data))
 	return nil
 }
