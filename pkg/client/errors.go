@@ -68,6 +68,7 @@ type ReceivedFile struct {
 	MimeType string `json:"mimetype"`
 }
 
+// Error reads "docrender: <status> <code>: <message> (hint: <hint>)".
 func (e *Error) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "docrender: %d %s: %s", e.StatusCode, e.Code, e.Message)
