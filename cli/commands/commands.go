@@ -34,6 +34,8 @@ const (
 	ExitServer = 5
 	// ExitNetwork: the service could not be reached, or the connection broke.
 	ExitNetwork = 6
+	// ExitInterrupted: stopped by Ctrl-C or SIGTERM (128 + SIGINT, as shells do).
+	ExitInterrupted = 130
 )
 
 // Env is what a run reads and writes: the environment and the standard files.
@@ -167,6 +169,7 @@ exit codes:
   4  limits: quota, hosted-file limit or rate limit (429)
   5  the service failed or is unavailable (5xx)
   6  network: the service could not be reached or the connection broke
+  130  interrupted (Ctrl-C); a batch goes on at the service
 `
 
 var commandHelp = map[string]string{
@@ -257,9 +260,10 @@ func exitCode(err error) int {
 			return ExitInput
 		}
 		return ExitServer
-	case errors.As(err, &ne), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, context.DeadlineExceeded):
-		return ExitNetwork
 	case errors.Is(err, context.Canceled):
+		// Before net.Error: a request cut by the interrupt is a *url.Error.
+		return ExitInterrupted
+	case errors.As(err, &ne), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, context.DeadlineExceeded):
 		return ExitNetwork
 	}
 	return ExitInput
@@ -298,6 +302,8 @@ func (a *app) report(err error) int {
 		if ae.RequestID != "" {
 			fmt.Fprintf(w, "  request ID: %s\n", ae.RequestID)
 		}
+	case code == ExitInterrupted:
+		fmt.Fprintln(w, "docrender: interrupted")
 	case code == ExitNetwork:
 		fmt.Fprintf(w, "docrender: cannot reach the service at %s: %s\n", a.baseURL, strings.TrimPrefix(err.Error(), "docrender: "))
 		fmt.Fprintln(w, "  hint: is it running? DOCRENDER_URL sets its address.")

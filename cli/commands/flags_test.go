@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -63,6 +64,8 @@ func TestExitCodes(t *testing.T) {
 		{&net.OpError{Op: "dial", Err: errors.New("connection refused")}, ExitNetwork},
 		{fmt.Errorf("stream: %w", io.ErrUnexpectedEOF), ExitNetwork},
 		{context.DeadlineExceeded, ExitNetwork},
+		{fmt.Errorf("follow: %w", context.Canceled), ExitInterrupted},
+		{&url.Error{Op: "Post", URL: "http://x", Err: context.Canceled}, ExitInterrupted},
 		{errors.New("open x: no such file"), ExitInput},
 	} {
 		if got := exitCode(tt.err); got != tt.want {
