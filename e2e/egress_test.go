@@ -167,3 +167,35 @@ document.getElementById('o').textContent = seen;
 		t.Errorf("%d new contexts after a page reached another origin, want 1", got)
 	}
 }
+
+// The same probe without a popup: its tab is cleaned and reused rather than
+// renewed (the path TestJobsAreIsolated's popup skips), and a page that
+// plants state in its pagehide handler and timers, which could run while
+// the tab moves on, leaves nothing either. Two accounts take turns.
+func TestCleanedTabsKeepNoState(t *testing.T) {
+	svc := startService(t, func(cfg *configT) { cfg.Workers = 1 })
+	tenants := []*client{newClient(t, svc), newClient(t, svc)}
+	probe := `<p id="o"></p><script>
+const seen = 'cookie=' + (document.cookie || 'none') + ' local=' + (localStorage.getItem('k') || 'none') +
+  ' session=' + (sessionStorage.getItem('k') || 'none') + ' name=' + (window.name || 'none');
+const plant = () => {
+  document.cookie = 'secret=s1; path=/';
+  document.cookie = 'wide=s2; path=/; domain=bundle.docrender.internal';
+  localStorage.setItem('k', 'leak'); sessionStorage.setItem('k', 'leak'); window.name = 'leak';
+};
+plant();
+addEventListener('pagehide', plant);
+setInterval(plant, 1);
+document.getElementById('o').textContent = seen;
+</script>`
+	before := svc.Worker.Pool().Fresh()
+	for i := range 6 {
+		txt := strings.TrimSpace(text(t, tenants[i%2].generatePDF(probe, nil)))
+		if txt != "cookie=none local=none session=none name=none" {
+			t.Fatalf("job %d saw state of an earlier job: %s", i, txt)
+		}
+	}
+	if got := svc.Worker.Pool().Fresh() - before; got != 0 {
+		t.Errorf("%d new browser contexts: the test did not check cleaning", got)
+	}
+}

@@ -3,6 +3,7 @@ package browser_test
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,17 +42,64 @@ func TestHomeStorageClearedAfterScriptedJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got string
+	// The next job finds the tab parked on about:blank; a written job
+	// would take it home: what would it find there?
+	var parked, got string
 	err = p.Tab(ctx, func(tab *browser.Tab) error {
+		if err := browser.Evaluate(tab.Page(), `() => location.href`, &parked); err != nil {
+			return err
+		}
+		if err := tab.Navigate(egress.HomeURL); err != nil {
+			return err
+		}
 		return browser.Evaluate(tab.Page(), `() => location.href + ' ' + localStorage.getItem('k')`, &got)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if parked != "about:blank" {
+		t.Errorf("next job starts on %q, want about:blank", parked)
+	}
 	if got != egress.HomeURL+" null" {
-		t.Errorf("next job on home sees %q, want the home page with no stored value", got)
+		t.Errorf("home after the job holds %q, want no stored value", got)
 	}
 	if p.Fresh() != fresh {
 		t.Errorf("the context was renewed (%d new): the test did not check cleaning", p.Fresh()-fresh)
+	}
+}
+
+// A tab parked on about:blank after a scripted job goes home before it
+// writes the next job's page: Open's document must be on the home origin.
+func TestWrittenJobAfterScriptedJob(t *testing.T) {
+	var log bytes.Buffer
+	p, err := startPool(t, browser.Config{Tabs: 1}, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	fresh := p.Fresh()
+	for _, kind := range []string{"scripted", "written", "scripted", "scripted", "written", "written"} {
+		var got string
+		err := p.Tab(ctx, func(tab *browser.Tab) error {
+			site, done := tab.Lane().(*egress.Lane).Serve(egress.Bundle{"index.html": []byte("<p>job</p>")}, kind == "written")
+			defer done()
+			if kind == "scripted" {
+				if err := tab.Navigate(site.URL("index.html")); err != nil {
+					return err
+				}
+				return browser.Evaluate(tab.Page(), `() => location.href`, &got)
+			}
+			return tab.Open(site.HomeURL("index.html"), "<p>written</p>", `() => location.href + ' ' + document.body.textContent`, &got)
+		})
+		if err != nil {
+			t.Fatalf("%s job: %v", kind, err)
+		}
+		if kind == "written" && (!strings.HasPrefix(got, egress.HomeURL) || !strings.HasSuffix(got, " written")) {
+			t.Errorf("written job saw %q, want its page on the home origin", got)
+		}
+	}
+	if p.Fresh() != fresh {
+		t.Errorf("%d contexts renewed, want the tab cleaned and reused", p.Fresh()-fresh)
 	}
 }

@@ -95,6 +95,10 @@ type slot struct {
 	stale bool
 	// scripted means the tab left home with scripts on and needs cleaning.
 	scripted bool
+	// parked means the tab waits on about:blank with scripts off (after
+	// a scripted job) rather than on the home page: a written job takes
+	// it home first (Tab.Open), a scripted one navigates from there.
+	parked bool
 	// emulated means the job changed the tab's emulation or requests
 	// (Tab.EmulateMedia, Tab.Override).
 	emulated bool
@@ -291,7 +295,21 @@ func (p *Pool) renew(ctx context.Context, s *slot, inst *instance) error {
 
 // goHome turns scripts off and loads the home page.
 func goHome(page *rod.Page, home string) error {
-	if err := navigate(page, home, false); err != nil {
+	return load(page, home)
+}
+
+// parkURL is where a tab waits after a scripted job: a document with no
+// origin of a job's, made without a request.
+const parkURL = "about:blank"
+
+// park turns scripts off and loads about:blank.
+func park(page *rod.Page) error {
+	return load(page, parkURL)
+}
+
+// load turns scripts off and loads url.
+func load(page *rod.Page, url string) error {
+	if err := navigate(page, url, false); err != nil {
 		return err
 	}
 	// With scripts off no load listener runs: poll the (tiny) page. Right
@@ -299,11 +317,11 @@ func goHome(page *rod.Page, home string) error {
 	for try := 0; ; try++ {
 		var state string
 		err := Evaluate(page, `() => document.URL + ' ' + document.readyState`, &state)
-		if err == nil && state == home+" complete" {
+		if err == nil && state == url+" complete" {
 			return nil
 		}
 		if try == 100 {
-			return fmt.Errorf("home page not loaded: %q %v", state, err)
+			return fmt.Errorf("%s not loaded: %q %v", url, state, err)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -427,8 +445,12 @@ func (p *Pool) checkHome(s *slot) error {
 	if err != nil {
 		return fmt.Errorf("target info: %w", err)
 	}
-	if !strings.HasPrefix(info.TargetInfo.URL, p.cfg.HomeURL) {
-		return fmt.Errorf("tab left home for %s", info.TargetInfo.URL)
+	want := p.cfg.HomeURL
+	if s.parked {
+		want = parkURL
+	}
+	if !strings.HasPrefix(info.TargetInfo.URL, want) {
+		return fmt.Errorf("tab left %s for %s", want, info.TargetInfo.URL)
 	}
 	return nil
 }
@@ -459,12 +481,16 @@ func (p *Pool) resetEmulation(s *slot) error {
 	return nil
 }
 
-// clean takes a tab that ran scripts back home: scripts off, no history, no
+// clean parks a tab that ran scripts on about:blank: scripts off first
+// (no timer or unload handler of the job's page runs again), no history, no
 // window name, no storage of the job's origin nor of the home origin (no
 // job's script runs there, egress sees to it: this is the belt to those
-// braces), no cookies. Anything else
-// left in the context (popups, workers) makes it fail, and the context is
-// renewed instead.
+// braces), no cookies. Anything else left in the context (popups, workers)
+// makes it fail, and the context is renewed instead.
+//
+// It does not go home: that is a navigation through the proxy and a
+// document, as costly as the job's own, which the next job does not need
+// when it navigates too. A written job goes home first (Tab.Open).
 func (p *Pool) clean(s *slot, inst *instance) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -473,9 +499,10 @@ func (p *Pool) clean(s *slot, inst *instance) error {
 	if err != nil {
 		return fmt.Errorf("target info: %w", err)
 	}
-	if err := goHome(page, p.cfg.HomeURL); err != nil {
-		return fmt.Errorf("home: %w", err)
+	if err := park(page); err != nil {
+		return fmt.Errorf("park: %w", err)
 	}
+	s.parked = true
 	for try := 0; ; try++ {
 		err := (proto.PageResetNavigationHistory{}).Call(page)
 		if err == nil {

@@ -30,9 +30,13 @@ func (t *Tab) Lane() Lane { return t.s.lane }
 
 // Navigate loads url with scripts on. The tab is cleaned after the job.
 func (t *Tab) Navigate(url string) error {
-	t.s.scripted = true
+	t.s.scripted, t.s.parked = true, false
 	return navigate(t.Page(), url, true)
 }
+
+// Scripted reports whether the tab's page has run scripts in this job: the
+// page's own global objects (console, say) are then not to be trusted.
+func (t *Tab) Scripted() bool { return t.s.scripted }
 
 // EmulateMedia makes the page's CSS media type media ("screen") for this
 // job. Emulation belongs to the tab, not to a document: the pool sets it
@@ -114,6 +118,13 @@ const maxSettleRounds = 16
 func (t *Tab) Open(url, html, fn string, out any, args ...any) error {
 	t.p.opened.Add(1)
 	page, net := t.Page(), t.s.net
+	if t.s.parked {
+		// After a scripted job the tab waits on about:blank (Pool.clean).
+		if err := goHome(page, t.p.cfg.HomeURL); err != nil {
+			return fmt.Errorf("home: %w", err)
+		}
+		t.s.parked = false
+	}
 	net.reset()
 	started := net.startedCount()
 	mark := "docrender-settled-" + rand.Text()

@@ -165,7 +165,7 @@ func (r *Renderer) Render(ctx context.Context, b egress.Bundle, rj *jobspb.Rende
 		if err != nil {
 			return err
 		}
-		c.finish(ctx)
+		c.finish(ctx, t.Scripted())
 		report = c
 		r.log().DebugContext(ctx, "rendered", "scripts", !static, "tab_ms", ms(tabAt), "load_ms", ms(loadedAt-tabAt),
 			"wait_ms", ms(waitedAt-loadedAt), "hooks_ms", ms(hooksAt-waitedAt), "print_ms", ms(time.Since(start)-hooksAt))

@@ -33,15 +33,21 @@ const (
 // markPrefix starts the console messages that fence a job's events in.
 const markPrefix = "docrender-report-"
 
-// writeMark writes mark to the console from a world of its own, where
-// the page's scripts cannot silence it by replacing console.debug. It
-// works with scripts off.
-func writeMark(page *rod.Page, mark string) error {
-	world, err := proto.PageCreateIsolatedWorld{FrameID: page.FrameID, WorldName: "docrender-report"}.Call(page)
-	if err != nil {
-		return fmt.Errorf("isolated world: %w", err)
+// writeMark writes mark to the console. After a page's scripts ran, from a
+// world of its own, where they cannot silence it by replacing
+// console.debug; before (the start mark, a written page) the page's world
+// is ours, and creating a world, a V8 context, is a cost per job. It works
+// with scripts off.
+func writeMark(page *rod.Page, mark string, scriptsRan bool) error {
+	var world proto.RuntimeExecutionContextID
+	if scriptsRan {
+		w, err := proto.PageCreateIsolatedWorld{FrameID: page.FrameID, WorldName: "docrender-report"}.Call(page)
+		if err != nil {
+			return fmt.Errorf("isolated world: %w", err)
+		}
+		world = w.ExecutionContextID
 	}
-	res, err := proto.RuntimeEvaluate{Expression: "console.debug(" + strconv.Quote(mark) + ")", ContextID: world.ExecutionContextID}.Call(page)
+	res, err := proto.RuntimeEvaluate{Expression: "console.debug(" + strconv.Quote(mark) + ")", ContextID: world}.Call(page)
 	if err != nil {
 		return err
 	}
@@ -86,7 +92,8 @@ type collector struct {
 }
 
 // startCollector starts listening to page's events for the job served at
-// site, and writes the start mark.
+// site, and writes the start mark. The tab must not have run the job's
+// page yet: it is home or parked, scripts off (browser.Pool).
 func startCollector(ctx context.Context, page *rod.Page, site egress.Site) (*collector, error) {
 	ctx, stop := context.WithCancel(ctx)
 	c := &collector{page: page, site: site, start: markPrefix + rand.Text(), end: markPrefix + rand.Text(),
@@ -98,7 +105,7 @@ func startCollector(ctx context.Context, page *rod.Page, site egress.Site) (*col
 		defer close(c.done)
 		wait()
 	}()
-	if err := writeMark(page, c.start); err != nil {
+	if err := writeMark(page, c.start, false); err != nil {
 		c.close()
 		return nil, err
 	}
@@ -113,11 +120,12 @@ func (c *collector) close() {
 
 // finish waits (briefly: the PDF is printed already) until the events of
 // everything the page did before now have arrived, then stops listening.
-func (c *collector) finish(ctx context.Context) {
+// scriptsRan tells whether the page's scripts ran (browser.Tab.Scripted).
+func (c *collector) finish(ctx context.Context, scriptsRan bool) {
 	defer c.close()
 	ctx, cancel := context.WithTimeout(ctx, finishWait)
 	defer cancel()
-	if err := writeMark(c.page.Context(ctx), c.end); err != nil {
+	if err := writeMark(c.page.Context(ctx), c.end, scriptsRan); err != nil {
 		return
 	}
 	select {

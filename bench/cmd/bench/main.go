@@ -30,6 +30,7 @@ func main() {
 	rounds := flag.Int("rounds", 5, "rounds per level: the sides take turns, each measured for d/rounds")
 	page := flag.String("page", "invoice", "invoice, or scripted: the invoice with a script, which the service navigates to")
 	tagged := flag.Bool("tagged", true, "also measure tagged PDFs (the default) against tagged:false")
+	cpuN := flag.Int("cpu", 100, "also measure the CPU per PDF of each side over this many PDFs per level (0: not)")
 	flag.Parse()
 	if *profile != "" {
 		f, err := os.Create(*profile)
@@ -45,14 +46,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench: -page is invoice or scripted")
 		os.Exit(2)
 	}
-	if err := run(*levels, *dur, max(*rounds, 1), *page, html, *tagged); err != nil {
+	if err := run(*levels, *dur, max(*rounds, 1), *page, html, *tagged, *cpuN); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
 
-func run(levels string, dur time.Duration, rounds int, name, html string, tagged bool) error {
+func run(levels string, dur time.Duration, rounds int, name, html string, tagged bool, cpuN int) error {
 	var cs []int
 	maxC := 1
 	for _, f := range strings.Split(levels, ",") {
@@ -76,7 +77,7 @@ func run(levels string, dur time.Duration, rounds int, name, html string, tagged
 	if err != nil {
 		return err
 	}
-	pages, closeBare, err := bareBrowser(bin, maxC)
+	pages, barePID, closeBare, err := bareBrowser(bin, maxC)
 	if err != nil {
 		return err
 	}
@@ -116,6 +117,13 @@ func run(levels string, dur time.Duration, rounds int, name, html string, tagged
 		fmt.Printf("%-4d | %6.1f %6.0fms %6.0fms     | %6.1f %6.0fms %6.0fms       | %5.1f%%  | %6.1f %6.0fms\n", c,
 			s.Rate(), ms(s.P50()), ms(s.P95()), b.Rate(), ms(b.P50()), ms(b.P95()), 100*s.Rate()/b.Rate(), n.Rate(), ms(n.P50()))
 	}
+	if cpuN > 0 {
+		err := cpuTable(cs, cpuN, []cpuSide{{"service", hs.Worker.Pool().PID(), service},
+			{"bare rod", barePID, bare}, {"bare rod, navigating", barePID, bareNav}})
+		if err != nil {
+			return err
+		}
+	}
 	if tagged {
 		return taggedCost(api, cs, dur, rounds, html)
 	}
@@ -124,26 +132,27 @@ func run(levels string, dur time.Duration, rounds int, name, html string, tagged
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// bareBrowser launches the same Chromium with n warm tabs.
-func bareBrowser(bin string, n int) ([]*rod.Page, func(), error) {
+// bareBrowser launches the same Chromium with n warm tabs; pid is its
+// process.
+func bareBrowser(bin string, n int) (pages []*rod.Page, pid int, stop func(), err error) {
 	l := launcher.New().Bin(bin).Headless(true).Set("no-sandbox").Set("disable-gpu")
 	u, err := l.Launch()
 	if err != nil {
-		return nil, nil, err
+		return nil, 0, nil, err
 	}
 	b := rod.New().ControlURL(u)
 	if err := b.Connect(); err != nil {
 		l.Kill()
-		return nil, nil, err
+		return nil, 0, nil, err
 	}
-	pages := make([]*rod.Page, n)
+	pages = make([]*rod.Page, n)
 	for i := range pages {
 		if pages[i], err = b.Page(proto.TargetCreateTarget{URL: "about:blank"}); err != nil {
 			l.Kill()
-			return nil, nil, err
+			return nil, 0, nil, err
 		}
 	}
-	return pages, func() { b.Close(); l.Kill(); l.Cleanup() }, nil
+	return pages, l.PID(), func() { b.Close(); l.Kill(); l.Cleanup() }, nil
 }
 
 // renderBareNavigate loads the same HTML by navigating to a loopback server.
