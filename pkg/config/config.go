@@ -96,6 +96,8 @@ type Config struct {
 	// JobReplicas is the JetStream replica count of the job and webhook
 	// streams (3 on a 3-node cluster).
 	JobReplicas int
+	// Tracing is where traces go (OpenTelemetry's own variables, DESIGN §7).
+	Tracing Tracing
 
 	// Warnings name DOCRENDER_ variables that were set but mean nothing
 	// here (a misspelling, most likely), each with the closest known name.
@@ -182,6 +184,7 @@ func load(getenv func(string) string) (Config, map[string]bool, error) {
 		HTTP:                  DefaultHTTPTimeouts(),
 		JobReplicas:           p.integer("DOCRENDER_JOB_REPLICAS", 1),
 	}
+	c.Tracing = p.tracing()
 	if c.SelfServicePlans == nil {
 		c.SelfServicePlans = append([]string(nil), PlanNames...)
 	}
@@ -297,6 +300,9 @@ func unknownNames(env map[string]string, read map[string]bool) []string {
 		}
 		best, bestD := "", -1
 		for known := range read {
+			if !strings.HasPrefix(known, "DOCRENDER_") {
+				continue // OpenTelemetry's names (tracing.go) are no suggestion
+			}
 			if d := editDistance(k, known); bestD < 0 || d < bestD || (d == bestD && known < best) {
 				best, bestD = known, d
 			}

@@ -19,9 +19,11 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/docrender/docrender/pkg/logging"
+	"github.com/docrender/docrender/pkg/tracing"
 	"github.com/docrender/docrender/proto/jobspb"
 )
 
@@ -109,10 +111,12 @@ type Conn struct {
 	results *results
 	// maxJobs is the stream's limit (Setup), for Admit.
 	maxJobs atomic.Int64
+	// tracer traces publishing and processing jobs (trace.go).
+	tracer trace.Tracer
 }
 
 // Connect dials url, or the in-process server when srv is not nil.
-func Connect(ctx context.Context, url string, srv *server.Server, ns, name string, log *slog.Logger) (*Conn, error) {
+func Connect(ctx context.Context, url string, srv *server.Server, ns, name string, log *slog.Logger, options ...Option) (*Conn, error) {
 	opts := []nats.Option{
 		nats.Name(name),
 		nats.MaxReconnects(-1),
@@ -138,7 +142,12 @@ func Connect(ctx context.Context, url string, srv *server.Server, ns, name strin
 		return nil, fmt.Errorf("queue: jetstream: %w", err)
 	}
 	n := NamesFor(ns)
-	return &Conn{n: n, nc: nc, js: js, log: log, cancels: newCancels(), ackWait: defaultAckWait, results: newResults(nc, n.ResultPrefix)}, nil
+	c := &Conn{n: n, nc: nc, js: js, log: log, cancels: newCancels(), ackWait: defaultAckWait, results: newResults(nc, n.ResultPrefix),
+		tracer: noTracer()}
+	for _, o := range options {
+		o(c)
+	}
+	return c, nil
 }
 
 // Close drains the connection.
@@ -288,7 +297,9 @@ func (c *Conn) Publish(ctx context.Context, job *jobspb.Job) error {
 }
 
 // publishTo publishes job deduplicated by msgID.
-func (c *Conn) publishTo(ctx context.Context, job *jobspb.Job, msgID string) error {
+func (c *Conn) publishTo(ctx context.Context, job *jobspb.Job, msgID string) (err error) {
+	ctx, span := c.startPublish(ctx, job)
+	defer func() { tracing.End(span, err) }()
 	if !c.nc.IsConnected() {
 		return fmt.Errorf("%w: %s", ErrUnavailable, c.nc.Status())
 	}
@@ -301,6 +312,7 @@ func (c *Conn) publishTo(ctx context.Context, job *jobspb.Job, msgID string) err
 	msg := &nats.Msg{Subject: c.subjectFor(job), Data: data, Header: nats.Header{}}
 	// The job ID deduplicates a publish retried after a lost acknowledgement.
 	msg.Header.Set(jetstream.MsgIDHeader, msgID)
+	InjectTrace(ctx, msg.Header)
 	if _, err := c.js.PublishMsg(ctx, msg); err != nil {
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) && isFull(apiErr.Description) {
@@ -458,6 +470,10 @@ func (c *Conn) handle(msg jetstream.Msg, h Handler) {
 	ctx, cancel := context.WithCancelCause(logging.With(context.Background(),
 		"job_id", job.Id, "request_id", job.RequestId, "batch_id", batchID))
 	defer cancel(nil)
+	// This try's span, a child of the publisher's (trace.go).
+	ctx, span := c.startProcess(ctx, msg.Headers(), job, d)
+	var res *jobspb.Result
+	defer func() { endProcess(span, res, err, Cancelled(ctx), d.Last) }()
 	if !c.cancels.start(job.Id, cancel) {
 		log.Info("job cancelled before it started")
 		c.ack(msg, log)
@@ -477,7 +493,7 @@ func (c *Conn) handle(msg jetstream.Msg, h Handler) {
 			}
 		}
 	}()
-	res, err := contained(ctx, h, job, d)
+	res, err = contained(ctx, h, job, d)
 	if errors.Is(err, ErrPanicked) {
 		// A panic is no passing fault: trying again would hit it again.
 		log.Error("job panicked", "err", err)
