@@ -115,4 +115,5 @@ func (s *Server) routes() {
 		}
 		s.e.Match(r.methods, r.path, r.handler, mw...)
 	}
+	s.apiDocs() // GET /openapi.json and /docs (apidocs.go)
 }
