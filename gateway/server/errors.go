@@ -10,6 +10,7 @@ import (
 	"github.com/docrender/docrender/gateway/server/apierr"
 	"github.com/docrender/docrender/pkg/files"
 	"github.com/docrender/docrender/pkg/invalid"
+	"github.com/docrender/docrender/pkg/netguard"
 	"github.com/docrender/docrender/pkg/queue"
 	"github.com/docrender/docrender/pkg/state"
 )
@@ -43,6 +44,8 @@ var answers = []answer{
 	{account.ErrRevokedKey, http.StatusUnauthorized, "API key has been revoked.", ""},
 	{queue.ErrQueueFull, http.StatusTooManyRequests, "The render queue is full. Retry shortly.", "5"},
 	{queue.ErrUnavailable, http.StatusServiceUnavailable, "The job queue is unavailable. Retry shortly.", "2"},
+	// A URL field's host could not be looked up (DNS down): no verdict yet.
+	{netguard.ErrResolver, http.StatusServiceUnavailable, "The address's host could not be looked up. Retry shortly.", "5"},
 	// Redis restarting: worth a retry in a moment, like a NATS outage.
 	{state.ErrUnavailable, http.StatusServiceUnavailable, "The state store is unavailable. Retry shortly.", "2"},
 }

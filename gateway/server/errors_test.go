@@ -10,6 +10,7 @@ import (
 	"github.com/docrender/docrender/gateway/server/apierr"
 	"github.com/docrender/docrender/pkg/files"
 	"github.com/docrender/docrender/pkg/invalid"
+	"github.com/docrender/docrender/pkg/netguard"
 	"github.com/docrender/docrender/pkg/queue"
 	"github.com/docrender/docrender/pkg/state"
 )
@@ -42,6 +43,7 @@ func TestHTTPErrorTable(t *testing.T) {
 		{account.ErrRevokedKey, 401, apierr.Unauthorized, "API key has been revoked.", "", "", ""},
 		{queue.ErrQueueFull, 429, apierr.RateLimited, "The render queue is full. Retry shortly.", "", "", "5"},
 		{fmt.Errorf("enqueue: %w", queue.ErrUnavailable), 503, apierr.Unavailable, "The job queue is unavailable. Retry shortly.", "", "", "2"},
+		{fmt.Errorf("%w: lookup example.com: i/o timeout", netguard.ErrResolver), 503, apierr.Unavailable, "The address's host could not be looked up. Retry shortly.", "", "", "5"},
 		{fmt.Errorf("redisstate: get x: %w", state.ErrUnavailable), 503, apierr.Unavailable, "The state store is unavailable. Retry shortly.", "", "", "2"},
 		{&http.MaxBytesError{Limit: 1024}, 413, apierr.PayloadTooLarge, "Request body exceeds the limit of 1024 bytes.", "", "", ""},
 		{errors.New("disk on fire"), 500, apierr.Internal, "Internal server error.", "", "", ""},

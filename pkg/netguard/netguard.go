@@ -21,6 +21,11 @@ import (
 // ErrBlocked is returned (wrapped) for an address the policy refuses.
 var ErrBlocked = errors.New("netguard: address not allowed")
 
+// ErrResolver is a lookup that failed for a reason other than the name not
+// existing (the resolver timed out or is unreachable): worth a retry, and
+// not the client's fault.
+var ErrResolver = errors.New("netguard: the resolver failed")
+
 // blockedNets are ranges never reached unless allow-listed: loopback,
 // private, link-local (and so cloud metadata), CGNAT, benchmarking,
 // reserved, multicast; for IPv6 also the deprecated IPv4-compatible
@@ -122,7 +127,8 @@ func (p *Policy) Resolve(ctx context.Context, host, port string) ([]netip.Addr, 
 // CheckURL validates a client's URL field (a webhook, a page to render):
 // absolute http(s) with a host, no credentials, at most 8 KiB, reachable
 // under the policy now. It returns the URL without its fragment, or an
-// *invalid.Error naming field. The policy is applied again when the URL is
+// *invalid.Error naming field (ErrResolver when the lookup failed without
+// an answer: no verdict on the URL). The policy is applied again when the URL is
 // used (DNS may change, redirects may lead elsewhere): this check gives the
 // client an early, clear answer.
 func (p *Policy) CheckURL(ctx context.Context, field, raw, credentialsHint string) (string, error) {
@@ -138,8 +144,14 @@ func (p *Policy) CheckURL(ctx context.Context, field, raw, credentialsHint strin
 		return "", invalid.Field(field, "at most 8192 characters")
 	}
 	if _, err := p.ResolveURL(ctx, u); err != nil {
-		if errors.Is(err, ErrBlocked) {
+		var dns *net.DNSError
+		switch {
+		case errors.Is(err, ErrBlocked):
 			return "", invalid.Field(field, "points at a private, loopback or link-local address")
+		case ctx.Err() != nil:
+			return "", ctx.Err()
+		case errors.As(err, &dns) && !dns.IsNotFound:
+			return "", fmt.Errorf("%w: %w", ErrResolver, err)
 		}
 		return "", invalid.Field(field, "host cannot be resolved")
 	}

@@ -148,3 +148,17 @@ func TestCheckURL(t *testing.T) {
 		}
 	}
 }
+
+// A resolver that gives no answer is not the client's fault: CheckURL says
+// so with ErrResolver instead of calling the URL unresolvable.
+func TestCheckURLResolverDown(t *testing.T) {
+	p := netguard.New(nil)
+	p.SetResolver(&net.Resolver{PreferGo: true, Dial: func(context.Context, string, string) (net.Conn, error) {
+		return nil, errors.New("resolver unreachable")
+	}})
+	_, err := p.CheckURL(t.Context(), "url", "http://example.com/", "use headers")
+	var bad *invalid.Error
+	if !errors.Is(err, netguard.ErrResolver) || errors.As(err, &bad) {
+		t.Fatalf("err = %v, want ErrResolver and no verdict on the field", err)
+	}
+}
