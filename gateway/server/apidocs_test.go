@@ -39,10 +39,10 @@ var notInDocumentExact = map[string]string{
 	"/": "redirects a browser to /dashboard",
 }
 
+var echoParam = regexp.MustCompile(`:([A-Za-z0-9_]+)`)
+
 // openAPIPath writes an Echo route path in the document's form (:id → {id}).
-func openAPIPath(p string) string {
-	return regexp.MustCompile(`:([A-Za-z0-9_]+)`).ReplaceAllString(p, "{$1}")
-}
+func openAPIPath(p string) string { return echoParam.ReplaceAllString(p, "{$1}") }
 
 // documented is the document's operations as "METHOD /path".
 func documented(t *testing.T) map[string]map[string]any {
