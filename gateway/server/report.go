@@ -48,13 +48,21 @@ func newReportBody(r *jobspb.Report) *reportBody {
 	return b
 }
 
-// setReportHeader puts r's counts in the answer's headers.
+// setReportHeader puts r's counts in the answer's headers: all there were,
+// beyond the first ones its lists keep.
 func setReportHeader(c echo.Context, r *jobspb.Report) {
 	if r == nil {
 		return
 	}
 	c.Response().Header().Set(headerReport, fmt.Sprintf("pages=%d, renderMs=%d, blocked=%d, failed=%d, consoleErrors=%d",
-		r.Pages, r.RenderMs, len(r.BlockedRequests), len(r.FailedRequests), len(r.ConsoleErrors)))
+		r.Pages, r.RenderMs, total(r.BlockedTotal, len(r.BlockedRequests)), total(r.FailedTotal, len(r.FailedRequests)),
+		total(r.ConsoleErrorsTotal, len(r.ConsoleErrors))))
+}
+
+// total is a report's count of something: what the worker counted, or
+// (from a worker that counted nothing beyond its lists) the list's length.
+func total(counted int32, listed int) int {
+	return max(int(counted), listed)
 }
 
 // checkDetail is one entry of a 422's details (DESIGN §6).

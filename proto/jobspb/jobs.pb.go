@@ -1360,8 +1360,12 @@ type Report struct {
 	BlockedRequests []string               `protobuf:"bytes,3,rep,name=blocked_requests,json=blockedRequests,proto3" json:"blocked_requests,omitempty"`
 	FailedRequests  []*FailedRequest       `protobuf:"bytes,4,rep,name=failed_requests,json=failedRequests,proto3" json:"failed_requests,omitempty"`
 	ConsoleErrors   []string               `protobuf:"bytes,5,rep,name=console_errors,json=consoleErrors,proto3" json:"console_errors,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// How many there were: the lists above keep the first 100 of each.
+	BlockedTotal       int32 `protobuf:"varint,6,opt,name=blocked_total,json=blockedTotal,proto3" json:"blocked_total,omitempty"`
+	FailedTotal        int32 `protobuf:"varint,7,opt,name=failed_total,json=failedTotal,proto3" json:"failed_total,omitempty"`
+	ConsoleErrorsTotal int32 `protobuf:"varint,8,opt,name=console_errors_total,json=consoleErrorsTotal,proto3" json:"console_errors_total,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Report) Reset() {
@@ -1427,6 +1431,27 @@ func (x *Report) GetConsoleErrors() []string {
 		return x.ConsoleErrors
 	}
 	return nil
+}
+
+func (x *Report) GetBlockedTotal() int32 {
+	if x != nil {
+		return x.BlockedTotal
+	}
+	return 0
+}
+
+func (x *Report) GetFailedTotal() int32 {
+	if x != nil {
+		return x.FailedTotal
+	}
+	return 0
+}
+
+func (x *Report) GetConsoleErrorsTotal() int32 {
+	if x != nil {
+		return x.ConsoleErrorsTotal
+	}
+	return 0
 }
 
 type Result struct {
@@ -1661,13 +1686,16 @@ const file_jobs_proto_rawDesc = "" +
 	"\rFailedRequest\x12\x10\n" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\x05R\x06status\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error\"\xd8\x01\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"\xd2\x02\n" +
 	"\x06Report\x12\x14\n" +
 	"\x05pages\x18\x01 \x01(\x05R\x05pages\x12\x1b\n" +
 	"\trender_ms\x18\x02 \x01(\x03R\brenderMs\x12)\n" +
 	"\x10blocked_requests\x18\x03 \x03(\tR\x0fblockedRequests\x12I\n" +
 	"\x0ffailed_requests\x18\x04 \x03(\v2 .docrender.jobs.v1.FailedRequestR\x0efailedRequests\x12%\n" +
-	"\x0econsole_errors\x18\x05 \x03(\tR\rconsoleErrors\"\xb9\x02\n" +
+	"\x0econsole_errors\x18\x05 \x03(\tR\rconsoleErrors\x12#\n" +
+	"\rblocked_total\x18\x06 \x01(\x05R\fblockedTotal\x12!\n" +
+	"\ffailed_total\x18\a \x01(\x05R\vfailedTotal\x120\n" +
+	"\x14console_errors_total\x18\b \x01(\x05R\x12consoleErrorsTotal\"\xb9\x02\n" +
 	"\x06Result\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12;\n" +
 	"\n" +

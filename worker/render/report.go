@@ -263,7 +263,9 @@ func (c *collector) findings() findings {
 		rep.BlockedRequests = append(rep.BlockedRequests, truncate(c.site.Relative(c.blockedURL(r))))
 	}
 	rep.BlockedRequests = append(rep.BlockedRequests, c.files[:min(len(c.files), maxReportEntries-len(rep.BlockedRequests))]...)
-	return findings{report: rep, nFailed: c.nFailed, nBlocked: len(refused) + c.nFiles, nConsole: c.nConsole}
+	f := findings{report: rep, nFailed: c.nFailed, nBlocked: len(refused) + c.nFiles, nConsole: c.nConsole}
+	rep.BlockedTotal, rep.FailedTotal, rep.ConsoleErrorsTotal = int32(f.nBlocked), int32(f.nFailed), int32(f.nConsole)
+	return f
 }
 
 // blockedURL is the address the report names for refusal r: the URL the

@@ -210,6 +210,9 @@ for (let i = 0; i < 10000; i++) console.error(i < 5 ? huge : "error " + i);
 	if len(rep.ConsoleErrors) != maxReportEntries || len(rep.FailedRequests) != maxReportEntries || len(rep.BlockedRequests) != maxReportEntries {
 		t.Fatalf("%d console errors, %d failed, %d blocked; want %d each", len(rep.ConsoleErrors), len(rep.FailedRequests), len(rep.BlockedRequests), maxReportEntries)
 	}
+	if rep.ConsoleErrorsTotal != 10000 || rep.FailedTotal != 150 || rep.BlockedTotal != 150 {
+		t.Errorf("totals %d console errors, %d failed, %d blocked; want 10000, 150, 150", rep.ConsoleErrorsTotal, rep.FailedTotal, rep.BlockedTotal)
+	}
 	strs := slices.Concat(rep.ConsoleErrors, rep.BlockedRequests)
 	for _, f := range rep.FailedRequests {
 		strs = append(strs, f.Url, f.Error)
