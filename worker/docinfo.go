@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/docrender/docrender/pkg/tracing"
 	"github.com/docrender/docrender/proto/jobspb"
 	"github.com/docrender/docrender/worker/pdfedit"
 )
@@ -28,14 +29,18 @@ func (e *docStepError) Unwrap() error { return e.err }
 // hold the owner password. Errors are for finishFailure to sort.
 func finishDocument(ctx context.Context, pdf []byte, info *jobspb.DocInfo, enc *jobspb.Encryption) ([]byte, error) {
 	if info != nil {
+		ctx, span := tracing.Child(ctx, "metadata")
 		out, err := rewritePDF(pdf, func(in io.ReadSeeker, w io.Writer) error { return pdfedit.SetInfo(ctx, in, w, info) })
+		tracing.End(span, err)
 		if err != nil {
 			return nil, &docStepError{"set the document information", err}
 		}
 		pdf = out
 	}
 	if enc != nil {
+		ctx, span := tracing.Child(ctx, "encrypt")
 		out, err := rewritePDF(pdf, func(in io.ReadSeeker, w io.Writer) error { return pdfedit.Encrypt(ctx, in, w, enc) })
+		tracing.End(span, err)
 		if err != nil {
 			return nil, &docStepError{"encrypt the PDF", err}
 		}

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"strings"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/docrender/docrender/pkg/blob"
+	"github.com/docrender/docrender/pkg/tracing"
 	"github.com/docrender/docrender/proto/jobspb"
 	"github.com/docrender/docrender/worker/pdfedit"
 )
@@ -24,7 +27,9 @@ func (w *Worker) handleMerge(ctx context.Context, job *jobspb.Job) (*jobspb.Resu
 	if len(mj.InputKeys) == 0 {
 		return failure(jobspb.ErrorKind_ERROR_KIND_BAD_INPUT, msgNoPDFs), nil
 	}
-	inputs, err := w.loadMergeInputs(ctx, mj)
+	lctx, span := tracing.Child(ctx, "load inputs", attribute.Int("docrender.files", len(mj.InputKeys)))
+	inputs, err := w.loadMergeInputs(lctx, mj)
+	tracing.End(span, err)
 	if errors.Is(err, blob.ErrNotFound) {
 		// The gateway gave up on the job and cleaned up: nothing to do.
 		return failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, "The uploaded files are gone."), nil
@@ -33,7 +38,9 @@ func (w *Worker) handleMerge(ctx context.Context, job *jobspb.Job) (*jobspb.Resu
 		return nil, err
 	}
 	var merged bytes.Buffer
-	pages, err := pdfedit.Merge(ctx, inputs, &merged)
+	mctx, span := tracing.Child(ctx, "merge")
+	pages, err := pdfedit.Merge(mctx, inputs, &merged)
+	tracing.End(span, err)
 	out := merged.Bytes()
 	if err == nil && mj.Watermark != nil {
 		out, err = w.stampWatermark(ctx, out, mj.Watermark)

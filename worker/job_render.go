@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/docrender/docrender/pkg/blob"
+	"github.com/docrender/docrender/pkg/tracing"
 	"github.com/docrender/docrender/proto/jobspb"
 	"github.com/docrender/docrender/worker/render"
 )
@@ -15,7 +18,9 @@ import (
 // render, or a batch document. It returns a failure result for what the
 // client must hear about, and an error for what should be retried.
 func (w *Worker) handleRender(ctx context.Context, job *jobspb.Job, rj *jobspb.RenderJob) (*jobspb.Result, error) {
-	b, err := render.LoadBundle(ctx, w.blobs, rj.BundlePrefix, rj.Files)
+	lctx, span := tracing.Child(ctx, "load bundle", attribute.Int("docrender.files", len(rj.Files)))
+	b, err := render.LoadBundle(lctx, w.blobs, rj.BundlePrefix, rj.Files)
+	tracing.End(span, err)
 	if err != nil {
 		if errors.Is(err, blob.ErrNotFound) {
 			// The gateway gave up on the job and cleaned up: nothing to do.
@@ -27,7 +32,9 @@ func (w *Worker) handleRender(ctx context.Context, job *jobspb.Job, rj *jobspb.R
 	if timeout <= 0 {
 		timeout = w.cfg.RenderTimeout
 	}
-	out, err := w.renderer.Render(ctx, b, rj, timeout)
+	rctx, span := tracing.Child(ctx, "chromium render")
+	out, err := w.renderer.Render(rctx, b, rj, timeout)
+	tracing.End(span, err)
 	pdf := out.PDF
 	var bad *render.InputError
 	var failedCheck *render.CheckError

@@ -9,10 +9,13 @@ import (
 	"io"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/docrender/docrender/pkg/batch"
 	"github.com/docrender/docrender/pkg/blob"
 	"github.com/docrender/docrender/pkg/filename"
 	"github.com/docrender/docrender/pkg/queue"
+	"github.com/docrender/docrender/pkg/tracing"
 	"github.com/docrender/docrender/proto/jobspb"
 )
 
@@ -44,7 +47,9 @@ func (w *Worker) handleZip(ctx context.Context, zj *jobspb.ZipJob, d queue.Deliv
 	if p.Terminal() {
 		return &jobspb.Result{}, w.patiently(ctx, "announcing the batch", func() error { return bt.Notify(ctx, r) })
 	}
-	size, err := w.buildZip(ctx, r)
+	zctx, span := tracing.Child(ctx, "zip", attribute.Int("docrender.documents", r.Total))
+	size, err := w.buildZip(zctx, r)
+	tracing.End(span, err)
 	if err != nil {
 		if !d.Last {
 			return nil, err

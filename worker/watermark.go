@@ -8,6 +8,7 @@ import (
 
 	"github.com/docrender/docrender/pkg/blob"
 	"github.com/docrender/docrender/pkg/limits"
+	"github.com/docrender/docrender/pkg/tracing"
 	"github.com/docrender/docrender/proto/jobspb"
 	"github.com/docrender/docrender/worker/pdfedit"
 )
@@ -21,8 +22,10 @@ var errWatermarkGone = errors.New("worker: the watermark image is gone")
 // (DESIGN §4.17). An image named by ImageKey is read from the blob store
 // first; image_png inline (jobs of older gateways) is still accepted.
 // Errors are pdfedit's or errWatermarkGone, for editFailure to sort.
-func (w *Worker) stampWatermark(ctx context.Context, pdf []byte, wm *jobspb.Watermark) ([]byte, error) {
-	wm, err := w.loadWatermark(ctx, wm)
+func (w *Worker) stampWatermark(ctx context.Context, pdf []byte, wm *jobspb.Watermark) (_ []byte, err error) {
+	ctx, span := tracing.Child(ctx, "watermark")
+	defer func() { tracing.End(span, err) }()
+	wm, err = w.loadWatermark(ctx, wm)
 	if err != nil {
 		return nil, err
 	}

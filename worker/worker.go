@@ -10,12 +10,15 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/docrender/docrender/pkg/blob"
 	"github.com/docrender/docrender/pkg/config"
 	"github.com/docrender/docrender/pkg/metrics"
 	"github.com/docrender/docrender/pkg/netguard"
 	"github.com/docrender/docrender/pkg/queue"
 	"github.com/docrender/docrender/pkg/state"
+	"github.com/docrender/docrender/pkg/tracing"
 	"github.com/docrender/docrender/proto/jobspb"
 	"github.com/docrender/docrender/worker/browser"
 	"github.com/docrender/docrender/worker/egress"
@@ -160,7 +163,9 @@ func outcome(ctx context.Context, res *jobspb.Result, err error) string {
 }
 
 // store writes a finished PDF to the job's output key.
-func (w *Worker) store(ctx context.Context, job *jobspb.Job, pdf []byte) (*jobspb.Result, error) {
+func (w *Worker) store(ctx context.Context, job *jobspb.Job, pdf []byte) (_ *jobspb.Result, err error) {
+	ctx, span := tracing.Child(ctx, "store", attribute.Int("docrender.bytes", len(pdf)))
+	defer func() { tracing.End(span, err) }()
 	if err := w.blobs.Put(ctx, job.OutputKey, bytes.NewReader(pdf), int64(len(pdf))); err != nil {
 		return nil, fmt.Errorf("worker: store result: %w", err)
 	}

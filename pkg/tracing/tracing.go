@@ -94,7 +94,13 @@ func Propagator() propagation.TextMapPropagator { return propagation.TraceContex
 // made that span: a job or request traced gets its steps traced, anything
 // else gets no-op spans. End it with End.
 func Child(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	return trace.SpanFromContext(ctx).TracerProvider().Tracer(Scope).Start(ctx, name, trace.WithAttributes(attrs...))
+	return From(ctx).Start(ctx, name, trace.WithAttributes(attrs...))
+}
+
+// From is the tracer of the provider that made ctx's span (a no-op one
+// when ctx has none), for steps that need more than Child's options.
+func From(ctx context.Context) trace.Tracer {
+	return trace.SpanFromContext(ctx).TracerProvider().Tracer(Scope)
 }
 
 // End ends span, failed when err is not nil. Only err's type is recorded,

@@ -101,7 +101,7 @@ func (r *Renderer) Render(ctx context.Context, b egress.Bundle, rj *jobspb.Rende
 	defer cancel()
 	var out []byte
 	start := time.Now()
-	var tabAt, loadedAt, waitedAt, hooksAt time.Duration
+	var tabAt, loadedAt, waitedAt, hooksAt, printedAt time.Duration
 	var report *collector
 	err = r.Pool.Tab(ctx, func(t *browser.Tab) error {
 		tabAt = time.Since(start)
@@ -165,12 +165,14 @@ func (r *Renderer) Render(ctx context.Context, b egress.Bundle, rj *jobspb.Rende
 		if err != nil {
 			return err
 		}
+		printedAt = time.Since(start)
 		c.finish(ctx, t.Scripted())
 		report = c
 		r.log().DebugContext(ctx, "rendered", "scripts", !static, "tab_ms", ms(tabAt), "load_ms", ms(loadedAt-tabAt),
 			"wait_ms", ms(waitedAt-loadedAt), "hooks_ms", ms(hooksAt-waitedAt), "print_ms", ms(time.Since(start)-hooksAt))
 		return nil
 	})
+	traceSteps(ctx, start, err, loadKind(fetch != nil, static), [...]time.Duration{tabAt, loadedAt, waitedAt, hooksAt, printedAt})
 	if err != nil {
 		if errors.Is(err, browser.ErrBrowserGone) {
 			return Output{}, err

@@ -16,6 +16,7 @@ import (
 	"github.com/docrender/docrender/pkg/queue"
 	"github.com/docrender/docrender/pkg/state"
 	"github.com/docrender/docrender/pkg/stores"
+	"github.com/docrender/docrender/pkg/tracing"
 	"github.com/docrender/docrender/worker"
 	"github.com/docrender/docrender/worker/ops"
 )
@@ -52,7 +53,21 @@ func run() error {
 		_ = opsSrv.Close(sctx)
 	}()
 
-	q, err := queue.Connect(ctx, cfg.NATSURL, nil, cfg.QueueNamespace, "docrender-worker", log)
+	// Traces (DESIGN §7): deferred before the queue and the browser, so the
+	// flush runs after them and takes the spans of jobs finished while stopping.
+	tp, err := tracing.New(ctx, cfg.Tracing, "docrender-worker", log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := tp.Shutdown(sctx); err != nil {
+			log.Warn("flushing traces failed", "err", err)
+		}
+	}()
+
+	q, err := queue.Connect(ctx, cfg.NATSURL, nil, cfg.QueueNamespace, "docrender-worker", log, queue.WithTracing(tp))
 	if err != nil {
 		return err
 	}
