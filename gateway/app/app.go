@@ -25,6 +25,7 @@ import (
 	"github.com/docrender/docrender/pkg/queue"
 	"github.com/docrender/docrender/pkg/state"
 	"github.com/docrender/docrender/pkg/stores"
+	"github.com/docrender/docrender/pkg/tracing"
 )
 
 // Workers is an in-process worker pool (package worker's Worker).
@@ -53,6 +54,9 @@ type App struct {
 	Log     *slog.Logger
 	// Metrics are this process's collectors (the in-process worker's too).
 	Metrics *metrics.Metrics
+	// Tracing is this process's tracer provider (DESIGN §7), the
+	// in-process worker's too: a no-op one unless OTEL_ settings ask.
+	Tracing *tracing.Provider
 
 	nats  *server.Server
 	queue *queue.Conn
@@ -80,12 +84,16 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, newWorkers 
 			a.Close(context.Background())
 		}
 	}()
+	if a.Tracing, err = tracing.New(ctx, cfg.Tracing, "docrender-gateway", log); err != nil {
+		return nil, err
+	}
 	if cfg.Embedded() {
 		if a.nats, err = queue.StartEmbedded(filepath.Join(cfg.DataDir, "jetstream")); err != nil {
 			return nil, err
 		}
 	}
-	if a.queue, err = queue.Connect(ctx, cfg.NATSURL, a.nats, cfg.QueueNamespace, "docrender-gateway", log); err != nil {
+	if a.queue, err = queue.Connect(ctx, cfg.NATSURL, a.nats, cfg.QueueNamespace, "docrender-gateway", log,
+		queue.WithTracing(a.Tracing)); err != nil {
 		return nil, err
 	}
 	if err = a.queue.Setup(ctx, queue.Streams{MaxJobs: cfg.MaxQueue, Replicas: cfg.JobReplicas}); err != nil {
@@ -124,7 +132,8 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, newWorkers 
 			_ = a.Workers.Run(wctx)
 		}()
 	}
-	a.Server = gw.New(gw.Deps{Config: cfg, Queue: gw.NATSQueue{Conn: a.queue}, State: a.state, Blobs: a.blobs, Log: log, Ready: ready, Live: live, Metrics: a.Metrics})
+	a.Server = gw.New(gw.Deps{Config: cfg, Queue: gw.NATSQueue{Conn: a.queue}, State: a.state, Blobs: a.blobs, Log: log, Ready: ready, Live: live, Metrics: a.Metrics,
+		Tracing: a.Tracing})
 	a.startSweeper(a.Server.Files())
 	if a.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
 		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
@@ -214,6 +223,10 @@ func (a *App) Close(ctx context.Context) {
 	}
 	if a.state != nil {
 		_ = a.state.Close()
+	}
+	// Last: the spans of everything finished above are flushed.
+	if err := a.Tracing.Shutdown(ctx); err != nil {
+		a.Log.Warn("flushing traces failed", "err", err)
 	}
 }
 

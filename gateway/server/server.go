@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/docrender/docrender/gateway/account"
 	"github.com/docrender/docrender/gateway/dashboard"
@@ -74,6 +75,8 @@ type Deps struct {
 	// Metrics are the process's collectors, served on /metrics; nil gets
 	// a fresh set.
 	Metrics *metrics.Metrics
+	// Tracing traces each request (trace.go); nil: no spans.
+	Tracing trace.TracerProvider
 }
 
 // Server is the HTTP API.
@@ -109,7 +112,7 @@ func New(d Deps) *Server {
 	// The HTTP edge (edge.go): deadlines, request IDs, the client's address.
 	s.e.IPExtractor = ipExtractor(d.Config.TrustedProxies)
 	s.e.Pre(s.deadlines, s.requestIDs)
-	s.e.Use(s.recoverPanics, s.logRequests, s.limitBody)
+	s.e.Use(s.recoverPanics, s.logRequests, s.traceRequests, s.limitBody)
 	s.routes()
 	dashboard.Register(s.e) // GET /, /dashboard and its files (DESIGN §7)
 	s.routeSet = map[string]bool{}
