@@ -136,11 +136,15 @@ func (a *app) save(d *client.Download, out string) error {
 		return inputErrorf("%v", err)
 	}
 	what := fmt.Sprintf("%d bytes", n)
+	pages := d.Pages
+	if d.Report != nil {
+		pages = d.Report.Pages
+	}
 	switch {
-	case d.Report != nil:
-		what = fmt.Sprintf("%d pages, %s", d.Report.Pages, what)
-	case d.Pages > 0:
-		what = fmt.Sprintf("%d pages, %s", d.Pages, what)
+	case pages == 1:
+		what = "1 page, " + what
+	case pages > 1:
+		what = fmt.Sprintf("%d pages, %s", pages, what)
 	}
 	fmt.Fprintf(a.env.Stderr, "wrote %s (%s)\n", out, what)
 	return nil
