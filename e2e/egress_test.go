@@ -171,7 +171,11 @@ document.getElementById('o').textContent = seen;
 // The same probe without a popup: its tab is cleaned and reused rather than
 // renewed (the path TestJobsAreIsolated's popup skips), and a page that
 // plants state in its pagehide handler and timers, which could run while
-// the tab moves on, leaves nothing either. Two accounts take turns.
+// the tab moves on, leaves nothing either. Two accounts take turns. Every
+// job has an origin of its own, so storage and host cookies would stay
+// apart anyway (they check that it stays so); the cookie for the whole
+// bundle domain and window.name are what only the cleaning keeps from the
+// next job (without it, both reach it: checked by disabling Pool.clean).
 func TestCleanedTabsKeepNoState(t *testing.T) {
 	svc := startService(t, func(cfg *configT) { cfg.Workers = 1 })
 	tenants := []*client{newClient(t, svc), newClient(t, svc)}

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -70,8 +71,17 @@ func New(ctx context.Context, cfg config.Tracing, service string, log *slog.Logg
 	if cfg.GRPC {
 		protocol = "grpc"
 	}
-	log.Info("tracing on", "endpoint", cfg.URL, "protocol", protocol, "service", service)
+	log.Info("tracing on", "endpoint", redacted(cfg.URL), "protocol", protocol, "service", service)
 	return &Provider{TracerProvider: sdk, sdk: sdk}, nil
+}
+
+// redacted is an endpoint URL fit for a log: without credentials in it.
+func redacted(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable)"
+	}
+	return u.Redacted()
 }
 
 // Enabled reports whether spans are exported.

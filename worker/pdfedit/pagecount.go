@@ -84,10 +84,9 @@ func chromiumPageCount(pdf []byte) (n int, ok bool) {
 }
 
 // xrefTable reads the subsections of a classic cross-reference table that
-// starts at pdf[i:], and the trailer dictionary after them. table maps an
-// object number to its entry's 20 bytes.
-func xrefTable(pdf []byte, i int) (table map[int][]byte, trailer []byte, ok bool) {
-	table = map[int][]byte{}
+// starts at pdf[i:], and the trailer dictionary after them. Entries are
+// not copied: a subsection is where its 20-byte entries start.
+func xrefTable(pdf []byte, i int) (table []subsection, trailer []byte, ok bool) {
 	for {
 		i = skipSpace(pdf, i)
 		if bytes.HasPrefix(pdf[i:], []byte("trailer")) {
@@ -99,7 +98,7 @@ func xrefTable(pdf []byte, i int) (table map[int][]byte, trailer []byte, ok bool
 			return table, pdf[start:end], true
 		}
 		line := bytes.IndexByte(pdf[i:], '\n')
-		if line < 0 {
+		if line < 0 || len(table) == maxSubsections {
 			return nil, nil, false
 		}
 		head := pdfTokens(pdf[i:i+line], 3)
@@ -112,21 +111,37 @@ func xrefTable(pdf []byte, i int) (table map[int][]byte, trailer []byte, ok bool
 		if err1 != nil || err2 != nil || first < 0 || count < 0 || count > (len(pdf)-i)/20 {
 			return nil, nil, false
 		}
-		for k := range count {
-			table[first+k] = pdf[i : i+20]
-			i += 20
+		table = append(table, subsection{first: first, count: count, at: i})
+		i += 20 * count
+	}
+}
+
+// maxSubsections bounds a table's subsections (Skia writes one).
+const maxSubsections = 1024
+
+// subsection is a run of a cross-reference table: count entries of 20
+// bytes from pdf[at], for the objects first, first+1, ...
+type subsection struct{ first, count, at int }
+
+// entry is the 20 bytes of object n's entry, or nil.
+func entry(pdf []byte, table []subsection, n int) []byte {
+	for _, s := range table {
+		if n >= s.first && n < s.first+s.count {
+			at := s.at + 20*(n-s.first)
+			return pdf[at : at+20]
 		}
 	}
+	return nil
 }
 
 // object returns the dictionary of the in-use object ref ("n g") at its
 // table entry's offset.
-func object(pdf []byte, table map[int][]byte, ref [2]int) ([]byte, bool) {
-	entry, ok := table[ref[0]]
-	if !ok || entry[17] != 'n' {
+func object(pdf []byte, table []subsection, ref [2]int) ([]byte, bool) {
+	e := entry(pdf, table, ref[0])
+	if e == nil || e[17] != 'n' {
 		return nil, false
 	}
-	off, err := strconv.Atoi(string(entry[:10]))
+	off, err := strconv.Atoi(string(e[:10]))
 	if err != nil || off < 0 || off >= len(pdf) {
 		return nil, false
 	}
