@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -216,7 +217,9 @@ var keyRe = regexp.MustCompile(`^drk_[0-9A-Za-z]{40}$`)
 // Chromium against the real service: sign up, create a key (shown once,
 // and it works for programs), revoke one, render a file from the form and
 // download the PDF, see usage move, page through hosted files, open and
-// delete one, follow a batch to completion, sign out and in again. The
+// delete one, follow a batch to completion (and a hosted one, whose link
+// is its result's downloadUrl), sign out while a render is in flight (its
+// answer stays off the page) and in again. The
 // page must do all of it under its own CSP and the origin checks on
 // cookie requests, without a script error.
 func TestDashboardInBrowser(t *testing.T) {
@@ -469,7 +472,50 @@ func TestDashboardInBrowser(t *testing.T) {
 	d.waitText("#batch-status", "This batch belongs to another account.")
 	other.waitBatch(theirs, 1, time.Minute)
 
-	// Sign out: the session ends; a wrong password is refused; sign in again.
+	// A hosted batch ends with its result as JSON in the message: the page
+	// links that result's downloadUrl, which answers with the ZIP.
+	hid := c.startStream(map[string]any{"documents": docs(2, "dash-hosted"), "host": true})
+	p.MustElement("#batch-id").MustSelectAllText().MustInput(hid)
+	p.MustElement("#batch-follow").MustClick()
+	d.waitJS(2*time.Minute, `() => ['completed', 'error', 'not_found'].includes(document.getElementById('batch-state').textContent)`)
+	d.waitText("#batch-state", "completed")
+	var done struct {
+		DownloadURL string `json:"downloadUrl"`
+		ZipID       string `json:"zipId"`
+	}
+	if msg := p.MustElement("#batch-message").MustText(); json.Unmarshal([]byte(msg), &done) != nil || done.ZipID == "" {
+		t.Fatalf("hosted batch message %q: want the JSON of its result", msg)
+	}
+	zipURL := svc.baseURL() + "/api/hosted-pdfs/" + done.ZipID
+	if p.MustElement("#batch-link").MustProperty("hidden").Bool() {
+		t.Fatal("no download link for the hosted batch")
+	}
+	if href := *p.MustElement("#batch-link").MustAttribute("href"); href != zipURL || done.DownloadURL != zipURL {
+		t.Fatalf("hosted batch link %q (downloadUrl %q), want %q", href, done.DownloadURL, zipURL)
+	}
+	if status, ctype := d.pageFetch(zipURL); status != http.StatusOK || ctype != "application/zip" {
+		t.Fatalf("the hosted batch's link answers %d %s, want 200 application/zip", status, ctype)
+	}
+
+	// A slow render (waitDelay 2s) to the end, to learn how long one takes.
+	p.MustElement("#render-host").MustClick() // a download, not hosted
+	if p.MustElement("#render-host").MustProperty("checked").Bool() {
+		t.Fatal("host still checked")
+	}
+	p.MustElement("#render-options").MustSelectAllText().MustInput(`{"waitDelay":"2s","fileName":"slow"}`)
+	start := time.Now()
+	p.MustElement("#render-submit").MustClick()
+	d.waitJS(time.Minute, `() => document.getElementById('render-link').textContent.startsWith('Download slow.pdf')`)
+	took := time.Since(start)
+	if took < 2*time.Second {
+		t.Fatalf("the slow render took %v: its waitDelay was not applied", took)
+	}
+
+	// Sign out while the same render is in flight: the session ends; its
+	// answer, had it come, must not put this account's PDF back on the page.
+	p.MustElement("#render-submit").MustClick()
+	d.waitText("#render-status", "Rendering…")
+	start = time.Now()
 	p.MustElement("#signout").MustClick()
 	p.MustElement("#auth").MustWaitVisible()
 	for _, ck := range p.MustCookies(svc.URL) {
@@ -478,6 +524,12 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 	}
 	expectError(t, c.bearer("GET", "/api/auth/me", body{}), http.StatusUnauthorized, "")
+	renderLeft := `() => { const r = document.getElementById('render-result'), l = document.getElementById('render-link');
+		return r.hidden && l.textContent === '' && !l.hasAttribute('href') ? '' : 'result shown: ' + !r.hidden + ', link ' + JSON.stringify(l.textContent) }`
+	time.Sleep(time.Until(start.Add(2*took + time.Second)))
+	if left := p.MustEval(renderLeft).Str(); left != "" {
+		t.Fatalf("a render sent before signing out came back into the page: %s", left)
+	}
 	p.MustElement("#auth-email").MustSelectAllText().MustInput(email)
 	p.MustElement("#auth-password").MustSelectAllText().MustInput("not the password")
 	p.MustElement("#signin").MustClick()
@@ -487,7 +539,10 @@ func TestDashboardInBrowser(t *testing.T) {
 	p.MustElement("#app").MustWaitVisible()
 	d.waitText("#who-email", email)
 	d.waitJS(10*time.Second, `() => document.querySelectorAll('#key-rows tr').length === 1`)
-	d.waitText("#hosted-page", "Page 1 of 2 (11 files)")
+	d.waitText("#hosted-page", "Page 1 of 2 (12 files)") // the batch's ZIP is hosted too
+	if left := p.MustEval(renderLeft).Str(); left != "" {
+		t.Fatalf("after signing in again: %s", left)
+	}
 	// The last session's form contents went with it.
 	if v := p.MustElement("#render-options").MustProperty("value").Str(); v != "" {
 		t.Errorf("render options %q left over from before signing out", v)

@@ -45,7 +45,7 @@
   }
 
   async function api(method, path, body) {
-    const init = { method, credentials: 'same-origin', headers: { Accept: 'application/json' } };
+    const init = { method, credentials: 'same-origin', signal: state.abort.signal, headers: { Accept: 'application/json' } };
     if (body !== undefined) {
       init.headers['Content-Type'] = 'application/json';
       init.body = JSON.stringify(body);
@@ -111,8 +111,20 @@
 
   // --- session ---
 
-  const state = { user: null, hostedPage: 1, stream: null, renderURL: null };
+  // gen numbers the session: every request notes it when it starts and
+  // touches the page only if it is still current when its answer comes, so
+  // an answer for the last account never lands after a sign-out or sign-in.
+  // abort cancels the requests of the session in flight.
+  const state = { user: null, gen: 0, abort: new AbortController(), hostedPage: 1, stream: null, renderURL: null };
   const hostedPerPage = 10;
+
+  // newSession drops whatever the last session still has in flight.
+  function newSession() {
+    state.abort.abort();
+    state.abort = new AbortController();
+    state.gen++;
+    stopStream();
+  }
 
   function show(signedIn) {
     $('loading').hidden = true;
@@ -123,6 +135,7 @@
   }
 
   function signedIn(user) {
+    newSession();
     state.user = user;
     $('who-email').textContent = user.email;
     $('who-plan').textContent = user.plan;
@@ -134,8 +147,8 @@
   }
 
   function signedOut(msg) {
+    newSession();
     state.user = null;
-    stopStream();
     clearNewKey();
     clearRender();
     // Nothing of this account stays on screen for the next person.
@@ -162,6 +175,8 @@
   });
 
   $('signout').addEventListener('click', async () => {
+    // Drop the requests in flight now, not when the logout has answered.
+    newSession();
     try {
       await api('POST', '/api/auth/logout');
     } catch { /* signed out here either way */ }
@@ -180,8 +195,10 @@
   }
 
   async function refreshUsage() {
+    const gen = state.gen;
     try {
       const [u, s] = await Promise.all([api('GET', '/api/billing/usage'), api('GET', '/api/billing/subscription')]);
+      if (gen !== state.gen) return;
       const usage = u.data, sub = s.data;
       $('usage-period').textContent = usage.period;
       setMeter($('conv-meter'), $('conv-text'), usage.conversionsUsed, usage.conversionsLimit);
@@ -197,7 +214,7 @@
       );
       status('usage-status', '');
     } catch (err) {
-      fail('usage-status', err);
+      if (gen === state.gen) fail('usage-status', err);
     }
   }
   $('usage-refresh').addEventListener('click', refreshUsage);
@@ -222,8 +239,10 @@
   }
 
   async function loadKeys() {
+    const gen = state.gen;
     try {
       const res = await api('GET', '/api/keys');
+      if (gen !== state.gen) return;
       const rows = res.data.map((k) => el('tr', { 'data-key-id': k.id },
         el('td', { text: k.name || '—' }),
         el('td', {}, el('code', { text: k.prefix + '…' })),
@@ -234,17 +253,19 @@
       $('key-rows').replaceChildren(...rows);
       $('keys-empty').hidden = rows.length > 0;
     } catch (err) {
-      fail('keys-status', err);
+      if (gen === state.gen) fail('keys-status', err);
     }
   }
 
   async function revokeKey(k) {
+    const gen = state.gen;
     try {
       await api('DELETE', '/api/keys/' + encodeURIComponent(k.id));
+      if (gen !== state.gen) return;
       status('keys-status', `Key “${k.name || k.prefix}” revoked.`, 'ok');
       await loadKeys();
     } catch (err) {
-      fail('keys-status', err);
+      if (gen === state.gen) fail('keys-status', err);
     }
   }
 
@@ -259,8 +280,10 @@
     const body = { name: $('key-name').value.trim() };
     const exp = $('key-expires').value;
     if (exp) body.expiresAt = exp + 'T23:59:59Z';
+    const gen = state.gen;
     try {
       const res = await busy($('key-create'), () => api('POST', '/api/keys', body));
+      if (gen !== state.gen) return;
       $('new-key-value').textContent = res.data.key;
       $('new-key').hidden = false;
       status('new-key-status', '');
@@ -268,7 +291,7 @@
       $('key-form').reset();
       await loadKeys();
     } catch (err) {
-      fail('keys-status', err);
+      if (gen === state.gen) fail('keys-status', err);
     }
   });
 
@@ -298,6 +321,11 @@
     if (state.renderURL) URL.revokeObjectURL(state.renderURL);
     state.renderURL = null;
     $('render-result').hidden = true;
+    const link = $('render-link');
+    link.removeAttribute('href');
+    link.removeAttribute('download');
+    link.textContent = '';
+    $('render-summary').textContent = '';
     status('render-status', '');
   }
 
@@ -332,14 +360,16 @@
     if (Object.keys(opts).length) form.append('options', JSON.stringify(opts));
     for (const f of files) form.append('files', f, f.name);
     status('render-status', 'Rendering…');
+    const gen = state.gen;
     try {
       await busy($('render-submit'), async () => {
         // No key: /pdf/* takes the session cookie when none is sent (spec §5).
-        const resp = await fetch('/pdf/generate', { method: 'POST', body: form, credentials: 'same-origin' });
+        const resp = await fetch('/pdf/generate', { method: 'POST', body: form, credentials: 'same-origin', signal: state.abort.signal });
         if (!resp.ok) throw await errorOf(resp);
         const link = $('render-link');
         if ((resp.headers.get('Content-Type') || '').startsWith('application/json')) {
           const hosted = await resp.json();
+          if (gen !== state.gen) return;
           const href = httpURL(hosted.url);
           link.href = href || '#';
           link.textContent = hosted.url;
@@ -347,6 +377,7 @@
           $('render-summary').textContent = `Hosted until ${when(hosted.expiresAt)}.`;
         } else {
           const blob = await resp.blob();
+          if (gen !== state.gen) return;
           const name = filenameOf(resp.headers.get('Content-Disposition'));
           state.renderURL = URL.createObjectURL(blob);
           link.href = state.renderURL;
@@ -359,8 +390,9 @@
         status('render-status', '');
       });
     } catch (err) {
-      fail('render-status', err);
+      if (gen === state.gen) fail('render-status', err);
     }
+    if (gen !== state.gen) return;
     refreshUsage();
     if (opts.host) loadHosted(1);
   });
@@ -368,9 +400,11 @@
   // --- hosted files ---
 
   async function loadHosted(page) {
+    const gen = state.gen;
     try {
       const q = new URLSearchParams({ page: String(page), limit: String(hostedPerPage) });
       const res = await api('GET', '/api/hosted-pdfs/list?' + q);
+      if (gen !== state.gen) return;
       const pg = res.pagination;
       if (res.data.pdfs.length === 0 && pg.page > 1 && pg.totalPages > 0) {
         // The last item of a page went (deleted, expired): show the page before.
@@ -394,18 +428,20 @@
       $('hosted-next').disabled = pg.page >= pg.totalPages;
       status('hosted-status', '');
     } catch (err) {
-      fail('hosted-status', err);
+      if (gen === state.gen) fail('hosted-status', err);
     }
   }
 
   async function deleteHosted(f) {
+    const gen = state.gen;
     try {
       await api('DELETE', '/api/hosted-pdfs/' + encodeURIComponent(f.pdfId));
+      if (gen !== state.gen) return;
       status('hosted-status', `Deleted “${f.originalName}”.`, 'ok');
       await loadHosted(state.hostedPage);
-      refreshUsage();
+      if (gen === state.gen) refreshUsage();
     } catch (err) {
-      fail('hosted-status', err);
+      if (gen === state.gen) fail('hosted-status', err);
     }
   }
 
@@ -428,6 +464,19 @@
     return m ? decodeURIComponent(m[1]) : s;
   }
 
+  // downloadOf finds a completed batch's download link in its message: with
+  // host the message is the JSON of the result (spec 4.4: downloadUrl),
+  // else a text that names the URL. Only an http(s) URL is a link.
+  function downloadOf(msg) {
+    let res;
+    try { res = JSON.parse(msg); } catch { res = undefined; }
+    if (res !== null && typeof res === 'object' && !Array.isArray(res)) {
+      return typeof res.downloadUrl === 'string' ? httpURL(res.downloadUrl) : null;
+    }
+    const m = /https?:\/\/[^\s"<>]+/.exec(msg);
+    return m ? httpURL(m[0]) : null;
+  }
+
   function showProgress(p) {
     const bar = $('batch-progress');
     bar.max = p.total > 0 ? p.total : 1;
@@ -440,8 +489,7 @@
     $('batch-count').textContent = p.total > 0 ? `${p.current} / ${p.total} documents` : '';
     $('batch-message').textContent = p.message || '';
     const link = $('batch-link');
-    const m = p.status === 'completed' && /(https?:\/\/\S+)/.exec(p.message || '');
-    const href = m && httpURL(m[1]);
+    const href = p.status === 'completed' ? downloadOf(p.message || '') : null;
     link.hidden = !href;
     if (href) link.href = href;
   }
@@ -452,6 +500,7 @@
     const id = batchID($('batch-id').value);
     if (!id) return;
     const path = '/pdf/progress/' + encodeURIComponent(id);
+    const gen = state.gen;
     $('batch-view').hidden = false;
     showProgress({ total: 0, current: 0, status: 'connecting', message: '' });
     status('batch-status', '');
@@ -483,12 +532,14 @@
       // stream's answer is not readable here, the polling route's is.
       stopStream();
       try {
-        const res = await fetch(path, { credentials: 'same-origin', headers: { Accept: 'application/json' } });
+        const res = await fetch(path, { credentials: 'same-origin', signal: state.abort.signal, headers: { Accept: 'application/json' } });
         if (!res.ok) throw await errorOf(res);
-        showProgress(await res.json());
+        const p = await res.json();
+        if (gen !== state.gen) return;
+        showProgress(p);
         status('batch-status', 'The live stream closed; this is the latest reading.');
       } catch (err) {
-        fail('batch-status', err);
+        if (gen === state.gen) fail('batch-status', err);
       }
     });
     es.addEventListener('open', () => status('batch-status', ''));
