@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 
@@ -57,7 +58,7 @@ func filesList(ctx context.Context, a *app, args []string) error {
 	tw := tabwriter.NewWriter(a.env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tSIZE\tDOWNLOADS\tPUBLIC\tEXPIRES")
 	for _, f := range list.PDFs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%v\t%s\n", f.PdfID, f.OriginalName, humanBytes(f.FileSize), f.Downloads, f.IsPublic,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%v\t%s\n", term.Safe(f.PdfID), term.Safe(f.OriginalName), humanBytes(f.FileSize), f.Downloads, f.IsPublic,
 			f.ExpiresAt.Local().Format("2006-01-02 15:04"))
 	}
 	tw.Flush()
@@ -111,8 +112,8 @@ func runUsage(ctx context.Context, a *app, args []string) error {
 		return writeJSON(a.env.Stdout, u)
 	}
 	tw := tabwriter.NewWriter(a.env.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "plan\t%s\n", u.Plan)
-	fmt.Fprintf(tw, "period\t%s\n", u.Period)
+	fmt.Fprintf(tw, "plan\t%s\n", term.Safe(u.Plan))
+	fmt.Fprintf(tw, "period\t%s\n", term.Safe(u.Period))
 	fmt.Fprintf(tw, "conversions\t%d of %d\n", u.ConversionsUsed, u.ConversionsLimit)
 	fmt.Fprintf(tw, "hosted files\t%d of %d\n", u.HostedCount, u.HostedLimit)
 	return tw.Flush()
@@ -124,6 +125,21 @@ func runLogin(ctx context.Context, a *app, args []string) error {
 
 func runRegister(ctx context.Context, a *app, args []string) error {
 	return signIn(ctx, a, "register", args)
+}
+
+// What the gateway issues (gateway/account): a session token is 32 random
+// bytes in unpadded base64url (the gateway takes at most 100 characters),
+// an API key drk_ and 40 base62 characters. Anything else is not printed
+// for the shell to eval: a hostile or forged answer could carry commands.
+var (
+	sessionTokenForm = regexp.MustCompile(`^[A-Za-z0-9_-]{16,100}$`)
+	apiKeyForm       = regexp.MustCompile(`^drk_[A-Za-z0-9]{40}$`)
+)
+
+// exportLine is a line for eval, its value single-quoted (the forms
+// above allow no quote; quoting is the second line of defence).
+func exportLine(name, value string) string {
+	return "export " + name + "='" + value + "'\n"
 }
 
 // signIn is login and register: it prints export lines for the shell to
@@ -155,16 +171,28 @@ func signIn(ctx context.Context, a *app, verb string, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(a.env.Stdout, "export DOCRENDER_SESSION=%s\n", s.Token)
+	if !sessionTokenForm.MatchString(s.Token) {
+		return malformedAnswer("session token")
+	}
+	fmt.Fprint(a.env.Stdout, exportLine("DOCRENDER_SESSION", s.Token))
 	if *keyName != "" {
 		k, err := c.CreateKey(ctx, *keyName, nil)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(a.env.Stdout, "export DOCRENDER_API_KEY=%s\n", k.Key)
+		if !apiKeyForm.MatchString(k.Key) {
+			return malformedAnswer("API key")
+		}
+		fmt.Fprint(a.env.Stdout, exportLine("DOCRENDER_API_KEY", k.Key))
 	}
-	fmt.Fprintf(a.env.Stderr, "signed in as %s (%s plan)\n", s.User.Email, s.User.Plan)
+	fmt.Fprintf(a.env.Stderr, "signed in as %s (%s plan)\n", term.Safe(s.User.Email), term.Safe(s.User.Plan))
 	return nil
+}
+
+// malformedAnswer refuses a credential not of the form the service issues.
+func malformedAnswer(what string) error {
+	return &exitError{code: ExitServer, msg: "the service answered a " + what +
+		" not of the form it issues; not printing it (is DOCRENDER_URL the docrender service?)"}
 }
 
 // password is DOCRENDER_PASSWORD, else a line of standard input (asked

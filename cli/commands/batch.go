@@ -2,15 +2,16 @@ package commands
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 
 	"github.com/docrender/docrender/cli/progress"
+	"github.com/docrender/docrender/cli/term"
 	"github.com/docrender/docrender/pkg/client"
 )
 
@@ -56,15 +57,16 @@ func runBatch(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(a.env.Stderr, "batch %s: %d documents\n", started.BatchID, started.Total)
+	id := term.Safe(started.BatchID)
+	fmt.Fprintf(a.env.Stderr, "batch %s: %d documents\n", id, started.Total)
 	disp := progress.New(a.env.Stderr, pm, a.stderrIsTerminal(), "rendering")
 	final, err := c.FollowBatch(ctx, started.BatchID, disp.Update)
 	disp.Close()
 	if err != nil {
-		var ae *client.Error
-		if !errors.As(err, &ae) {
-			// The batch goes on without us: say where to find it.
-			fmt.Fprintf(a.env.Stderr, "batch %s goes on at the service: %s/pdf/progress/%s\n", started.BatchID, a.baseURL, started.BatchID)
+		if final == nil || !final.Done() && final.Status != client.StatusNotFound {
+			// Following failed, not the batch, which goes on without us:
+			// say where to find it.
+			fmt.Fprintf(a.env.Stderr, "batch %s goes on at the service: %s/pdf/progress/%s\n", id, term.Safe(a.baseURL), id)
 		}
 		return err
 	}
@@ -80,7 +82,20 @@ func runBatch(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	return a.save(d, *out)
+	return a.save(d, *out, zipName(started.BatchID))
+}
+
+// plainID is a batch ID fit to name a file: no path separator, no
+// leading dot or dash (the service's IDs are URL-safe base64).
+var plainID = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_-]{0,99}$`)
+
+// zipName is where batch writes without -o: <batchId>.zip, or batch.zip
+// when the service's ID is not a plain name.
+func zipName(batchID string) string {
+	if plainID.MatchString(batchID) {
+		return batchID + ".zip"
+	}
+	return "batch.zip"
 }
 
 // batchDocuments reads each .html (.htm) file directly in dir, in name

@@ -179,7 +179,8 @@ index.html finds css/site.css and img/logo.png by the links it has. A URL
 (http:// or https://) is fetched by the service.
 
   -o FILE         where to write the PDF (default: the input's name with .pdf,
-                  or the service's name for a URL; - for standard output)
+                  or document.pdf for a URL, which is not overwritten if it
+                  exists; - for standard output)
   --option k=v    an option of the API (spec 2.1, DESIGN §6), repeatable:
                   format=Letter, margin.top=2cm, scale=0.8, printBackground=false,
                   metadata.title="Q3 report", metadata.keywords=a,b,
@@ -188,14 +189,16 @@ index.html finds css/site.css and img/logo.png by the links it has. A URL
                   {"top":"1cm"}) unless the option is text
   --host          store the PDF behind an expiring link and print the link
 `,
-	"merge": `  -o FILE         where to write the PDF (default: the service's name; - for standard output)
+	"merge": `  -o FILE         where to write the PDF (default merged.pdf, not overwritten if it
+                  exists; - for standard output)
   --option k=v    fileName, userType, metadata.*, encryption.*, watermark.*
   --host          store the result behind an expiring link and print the link
 `,
 	"batch": `Each .html (or .htm) file directly in DIR is one document, named after
 the file; a document's assets must be inline (data: URLs) or on the web.
 
-  -o FILE         where to write the ZIP (default: the service's name)
+  -o FILE         where to write the ZIP (default BATCHID.zip, not overwritten
+                  if it exists)
   --name NAME     the batch's name (the ZIP's, default batch-<timestamp>)
   --option k=v    options for every document, as for render
   --host          store the ZIP behind an expiring link and print the link
@@ -215,7 +218,7 @@ the file; a document's assets must be inline (data: URLs) or on the web.
 `,
 	"usage": `  --json          as JSON
 `,
-	"login": `Prints "export DOCRENDER_SESSION=..." for eval; nothing is stored on disk.
+	"login": `Prints "export DOCRENDER_SESSION='...'" for eval; nothing is stored on disk.
 The password comes from DOCRENDER_PASSWORD, else from standard input.
 
   --key NAME      also create an API key of that name and print its export line
@@ -242,12 +245,21 @@ func inputErrorf(format string, args ...any) error {
 func exitCode(err error) int {
 	var ee *exitError
 	var ae *client.Error
+	var ue *client.UploadError
 	var ne net.Error
 	switch {
 	case err == nil:
 		return ExitOK
 	case errors.As(err, &ee):
 		return ee.code
+	case errors.Is(err, context.Canceled):
+		// Before *client.Error: an interrupt during the wait before a
+		// retry carries the answer that was to be retried. Before
+		// net.Error: a request cut by the interrupt is a *url.Error.
+		return ExitInterrupted
+	case errors.As(err, &ue):
+		// Before net.Error: a local file's error (a syscall.Errno) reads as one.
+		return ExitInput
 	case errors.As(err, &ae):
 		switch s := ae.StatusCode; {
 		case s == 401 || s == 403:
@@ -260,55 +272,60 @@ func exitCode(err error) int {
 			return ExitInput
 		}
 		return ExitServer
-	case errors.Is(err, context.Canceled):
-		// Before net.Error: a request cut by the interrupt is a *url.Error.
-		return ExitInterrupted
 	case errors.As(err, &ne), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, context.DeadlineExceeded):
 		return ExitNetwork
 	}
 	return ExitInput
 }
 
-// report writes err for a person and returns its exit code.
+// report writes err for a person and returns its exit code. Every text
+// that may come from the service goes through term.Safe.
 func (a *app) report(err error) int {
 	code := exitCode(err)
 	if err == nil {
 		return code
 	}
 	w := a.env.Stderr
+	safe := term.Safe
 	var ae *client.Error
+	var ue *client.UploadError
 	switch {
+	case code == ExitInterrupted:
+		fmt.Fprintln(w, "docrender: interrupted")
+	case errors.As(err, &ue):
+		fmt.Fprintf(w, "docrender: cannot read %s: %s\n", safe(ue.Name), safe(ue.Err.Error()))
 	case errors.As(err, &ae):
-		fmt.Fprintf(w, "docrender: %s [%d %s]\n", ae.Message, ae.StatusCode, ae.Code)
+		fmt.Fprintf(w, "docrender: %s [%d %s]\n", safe(ae.Message), ae.StatusCode, safe(ae.Code))
 		if ae.Field != "" {
-			fmt.Fprintf(w, "  field: %s\n", ae.Field)
+			fmt.Fprintf(w, "  field: %s\n", safe(ae.Field))
 		}
 		if ae.Hint != "" {
-			fmt.Fprintf(w, "  hint: %s\n", ae.Hint)
+			fmt.Fprintf(w, "  hint: %s\n", safe(ae.Hint))
 		}
 		for _, d := range ae.Details {
 			if d.URL != "" {
-				fmt.Fprintf(w, "  %s: %s (%s)\n", d.Kind, d.Message, d.URL)
+				fmt.Fprintf(w, "  %s: %s (%s)\n", safe(d.Kind), safe(d.Message), safe(d.URL))
 			} else {
-				fmt.Fprintf(w, "  %s: %s\n", d.Kind, d.Message)
+				fmt.Fprintf(w, "  %s: %s\n", safe(d.Kind), safe(d.Message))
 			}
 		}
 		for _, f := range ae.ReceivedFiles {
-			fmt.Fprintf(w, "  received: %s (%s)\n", f.Name, f.MimeType)
+			fmt.Fprintf(w, "  received: %s (%s)\n", safe(f.Name), safe(f.MimeType))
 		}
 		if ae.RetryAfter > 0 {
 			fmt.Fprintf(w, "  retry after: %s\n", ae.RetryAfter)
 		}
 		if ae.RequestID != "" {
-			fmt.Fprintf(w, "  request ID: %s\n", ae.RequestID)
+			fmt.Fprintf(w, "  request ID: %s\n", safe(ae.RequestID))
 		}
-	case code == ExitInterrupted:
-		fmt.Fprintln(w, "docrender: interrupted")
 	case code == ExitNetwork:
-		fmt.Fprintf(w, "docrender: cannot reach the service at %s: %s\n", a.baseURL, strings.TrimPrefix(err.Error(), "docrender: "))
+		fmt.Fprintf(w, "docrender: cannot reach the service at %s: %s\n", safe(a.baseURL), safe(strings.TrimPrefix(err.Error(), "docrender: ")))
 		fmt.Fprintln(w, "  hint: is it running? DOCRENDER_URL sets its address.")
 	default:
-		fmt.Fprintf(w, "docrender: %s\n", strings.TrimPrefix(err.Error(), "docrender: "))
+		// Messages of this command may span lines on purpose (a hint on
+		// the next); those of the service's answers keep no control
+		// character but the newline.
+		fmt.Fprintf(w, "docrender: %s\n", term.SafeLines(strings.TrimPrefix(err.Error(), "docrender: ")))
 		if code == ExitUsage {
 			fmt.Fprintln(w, "  run 'docrender help' for the commands and their arguments")
 		}

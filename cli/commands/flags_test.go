@@ -67,6 +67,11 @@ func TestExitCodes(t *testing.T) {
 		{fmt.Errorf("follow: %w", context.Canceled), ExitInterrupted},
 		{&url.Error{Op: "Post", URL: "http://x", Err: context.Canceled}, ExitInterrupted},
 		{errors.New("open x: no such file"), ExitInput},
+		// Interrupted while waiting to retry: the answer rides along.
+		{fmt.Errorf("%w (gave up waiting to retry: %w)", &client.Error{StatusCode: 503}, context.Canceled), ExitInterrupted},
+		{fmt.Errorf("%w (gave up waiting to retry: %w)", &client.Error{StatusCode: 429}, context.Canceled), ExitInterrupted},
+		// A local file's read error, even inside the transport's *url.Error.
+		{&url.Error{Op: "Post", URL: "http://x", Err: &client.UploadError{Name: "a.html", Err: errors.New("input/output error")}}, ExitInput},
 	} {
 		if got := exitCode(tt.err); got != tt.want {
 			t.Errorf("exitCode(%v) = %d, want %d", tt.err, got, tt.want)

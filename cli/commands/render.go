@@ -2,14 +2,17 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"time"
 
+	"github.com/docrender/docrender/cli/term"
 	"github.com/docrender/docrender/pkg/client"
 )
 
@@ -41,9 +44,12 @@ func runRender(ctx context.Context, a *app, args []string) error {
 		req.Options = &client.PDFOptions{Extra: m}
 	}
 	src := pos[0]
-	defaultOut := ""
+	// A file's PDF is named after it and replaces an older one; a page's
+	// gets a fixed name, never the service's, and replaces nothing.
+	defaultOut, replace := "", true
 	if isURL(src) {
 		req.URL = src
+		defaultOut, replace = "document.pdf", false
 	} else {
 		st, err := os.Stat(src)
 		if err != nil {
@@ -73,14 +79,19 @@ func runRender(ctx context.Context, a *app, args []string) error {
 		a.printHosted(h.URL, h.PdfID, h.ExpiresAt)
 		return nil
 	}
+	if *out == "" && replace {
+		*out = defaultOut
+	}
+	if *out == "" {
+		if err := notThere(defaultOut); err != nil {
+			return err
+		}
+	}
 	d, err := c.Generate(ctx, req)
 	if err != nil {
 		return err
 	}
-	if *out == "" {
-		*out = defaultOut
-	}
-	return a.save(d, *out)
+	return a.save(d, *out, defaultOut)
 }
 
 // pdfName is the default output of rendering src: its name with .pdf, in
@@ -97,23 +108,36 @@ func pdfName(src string) string {
 }
 
 func (a *app) printHosted(url, id string, expires time.Time) {
-	fmt.Fprintln(a.env.Stdout, url)
-	fmt.Fprintf(a.env.Stderr, "hosted %s until %s\n", id, expires.Local().Format(time.RFC1123))
+	fmt.Fprintln(a.env.Stdout, term.Safe(url))
+	fmt.Fprintf(a.env.Stderr, "hosted %s until %s\n", term.Safe(id), expires.Local().Format(time.RFC1123))
 }
 
-// save writes d to out ("" for the service's name, "-" for standard
-// output). A file appears whole or not at all: it is written beside its
-// final name and renamed.
-func (a *app) save(d *client.Download, out string) error {
+// notThere refuses a default output name already taken: only a name the
+// user gave with -o may replace a file.
+func notThere(name string) error {
+	if _, err := os.Lstat(name); err == nil {
+		return inputErrorf("%s exists; not replacing it (-o names the file to write, and may name this one)", name)
+	}
+	return nil
+}
+
+// save writes d to out, the file -o named ("-" for standard output),
+// which it replaces if it exists; or, when out is "", to def, a name of
+// this command's choosing (never the service's), which replaces nothing.
+// A file appears whole or not at all: it is written beside its final
+// name, then renamed (or linked, which fails if the name was taken
+// meanwhile).
+func (a *app) save(d *client.Download, out, def string) error {
 	defer d.Body.Close()
 	if out == "-" {
 		_, err := io.Copy(a.env.Stdout, d.Body)
 		return err
 	}
-	if out == "" {
-		out = filepath.Base(d.Name)
-		if out == "" || out == "." || out == "/" {
-			out = "download"
+	replace := out != ""
+	if !replace {
+		out = def
+		if err := notThere(out); err != nil {
+			return err
 		}
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".part-*")
@@ -132,8 +156,8 @@ func (a *app) save(d *client.Download, out string) error {
 	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
 		return inputErrorf("%v", err)
 	}
-	if err := os.Rename(tmp.Name(), out); err != nil {
-		return inputErrorf("%v", err)
+	if err := place(tmp.Name(), out, replace); err != nil {
+		return err
 	}
 	what := fmt.Sprintf("%d bytes", n)
 	pages := d.Pages
@@ -146,7 +170,29 @@ func (a *app) save(d *client.Download, out string) error {
 	case pages > 1:
 		what = fmt.Sprintf("%d pages, %s", pages, what)
 	}
-	fmt.Fprintf(a.env.Stderr, "wrote %s (%s)\n", out, what)
+	fmt.Fprintf(a.env.Stderr, "wrote %s (%s)\n", term.Safe(out), what)
+	return nil
+}
+
+// place gives the written file tmp its name out: a rename when it may
+// replace a file, else a hard link, which fails if out exists (a rename
+// where links are not supported, after a last look).
+func place(tmp, out string, replace bool) error {
+	if !replace {
+		err := os.Link(tmp, out)
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, fs.ErrExist) {
+			return notThere(out)
+		}
+		if err := notThere(out); err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return inputErrorf("%v", err)
+	}
 	return nil
 }
 
@@ -194,12 +240,20 @@ func runMerge(ctx context.Context, a *app, args []string) error {
 		a.printHosted(h.URL, h.PdfID, h.ExpiresAt)
 		return nil
 	}
+	if *out == "" {
+		if err := notThere(mergedName); err != nil {
+			return err
+		}
+	}
 	d, err := c.Merge(ctx, req)
 	if err != nil {
 		return err
 	}
-	return a.save(d, *out)
+	return a.save(d, *out, mergedName)
 }
+
+// mergedName is where merge writes without -o.
+const mergedName = "merged.pdf"
 
 // runQR is `docrender qr TEXT`.
 func runQR(ctx context.Context, a *app, args []string) error {
@@ -230,5 +284,5 @@ func runQR(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	d := &client.Download{Body: io.NopCloser(strings.NewReader(string(png))), Name: "qr.png"}
-	return a.save(d, *out)
+	return a.save(d, *out, "qr.png")
 }

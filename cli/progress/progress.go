@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/docrender/docrender/cli/term"
 	"github.com/docrender/docrender/pkg/client"
 )
 
@@ -73,7 +74,7 @@ func (l *lines) Update(p client.Progress) {
 		return
 	}
 	l.last, l.any = p, true
-	fmt.Fprintf(l.w, "%s: %d/%d %s\n", l.label, p.Current, p.Total, p.Status)
+	fmt.Fprintf(l.w, "%s: %d/%d %s\n", l.label, p.Current, p.Total, term.Safe(p.Status))
 }
 
 func (l *lines) Close() {}
@@ -108,7 +109,7 @@ func Render(label string, p client.Progress, width int) string {
 	full := int(frac * float64(width))
 	s := fmt.Sprintf("%s [%s%s] %d/%d %3.0f%%", label, strings.Repeat("#", full), strings.Repeat("-", width-full), p.Current, p.Total, frac*100)
 	if p.Status != client.StatusProcessing && p.Status != "" {
-		s += " " + p.Status
+		s += " " + term.Safe(p.Status)
 	}
 	return s
 }

@@ -1,5 +1,6 @@
-// Package term tells whether a file is a terminal and reads a password
-// from one, with the standard library only.
+// Package term tells whether a file is a terminal, reads a password from
+// one, and makes text from elsewhere safe to print on one, with the
+// standard library only.
 package term
 
 import (

@@ -63,7 +63,7 @@ func (c *Client) Me(ctx context.Context) (*User, error) {
 
 // DeleteAccount deletes the signed-in user's account, keys and files.
 func (c *Client) DeleteAccount(ctx context.Context) error {
-	return c.doJSON(ctx, &request{method: http.MethodDelete, path: "/api/auth/account", auth: authSession}, nil)
+	return c.doJSON(ctx, &request{method: http.MethodDelete, path: "/api/auth/account", auth: authSession, repeat: notRepeatable}, nil)
 }
 
 // APIKey is an API key as listed (the secret is shown only at creation).

@@ -237,9 +237,13 @@ const (
 // /pdf/progress/:batchId/stream), calling onProgress (when not nil) with
 // every record, the last included, and returns the last record. A batch
 // that fails, or is unknown, returns its record with an *Error (500 or
-// 404). A stream that ends before the batch does is opened again, as a
-// browser's EventSource would (sending Last-Event-ID when the stream gave
-// IDs), up to a bounded number of times in a row without news.
+// 404). An error event is checked by polling the batch's progress (GET
+// /pdf/progress/:batchId): the gateway sends one too when it cannot read
+// the progress for a while, and the batch then goes on; it is followed by
+// polling until it is over. A stream that ends before the batch does is
+// opened again, as a browser's EventSource would (sending Last-Event-ID
+// when the stream gave IDs), up to a bounded number of times in a row
+// without news.
 func (c *Client) FollowBatch(ctx context.Context, batchID string, onProgress func(Progress)) (*Progress, error) {
 	path, err := batchPath(batchID, "/stream")
 	if err != nil {
@@ -251,6 +255,12 @@ func (c *Client) FollowBatch(ctx context.Context, batchID string, onProgress fun
 		p, err := c.followOnce(ctx, path, st, onProgress)
 		if p != nil {
 			last = p
+		}
+		if errors.Is(err, errErrorEvent) {
+			// The stream's error record does not tell a failed batch from
+			// a gateway that cannot read the progress right now (it then
+			// asks to poll); the batch's own record does.
+			return c.pollBatch(ctx, batchID, last, onProgress)
 		}
 		if err == nil && p != nil && (p.Done() || p.Status == StatusNotFound) {
 			return p, p.failure()
@@ -279,6 +289,37 @@ func (c *Client) FollowBatch(ctx context.Context, batchID string, onProgress fun
 	}
 }
 
+// errErrorEvent is followOnce's answer to an event whose record says
+// error: FollowBatch polls to learn whether the batch failed.
+var errErrorEvent = errors.New("docrender: the progress stream sent an error event")
+
+// streamPollInterval spaces the polls of a batch whose stream gave up.
+const streamPollInterval = 500 * time.Millisecond
+
+// pollBatch follows a batch by polling its progress until it is over,
+// calling onProgress with each reading; last is the stream's last record,
+// returned when the first poll gets none.
+func (c *Client) pollBatch(ctx context.Context, batchID string, last *Progress, onProgress func(Progress)) (*Progress, error) {
+	for {
+		p, err := c.Progress(ctx, batchID)
+		if p != nil {
+			last = p
+			if onProgress != nil {
+				onProgress(*p)
+			}
+		}
+		if err != nil {
+			return last, err
+		}
+		if p.Done() {
+			return p, p.failure()
+		}
+		if err := c.sleep(ctx, streamPollInterval); err != nil {
+			return last, err
+		}
+	}
+}
+
 // streamState is what outlives one connection of a progress stream.
 type streamState struct {
 	lastID   string
@@ -288,7 +329,8 @@ type streamState struct {
 
 // followOnce reads one connection of the stream until its terminal event
 // (returned with a nil error) or its end (the last record, and the read
-// error or nil).
+// error or nil). A record saying error is not passed on: it returns the
+// last record before it with errErrorEvent.
 func (c *Client) followOnce(ctx context.Context, path string, st *streamState, onProgress func(Progress)) (*Progress, error) {
 	h := http.Header{"Accept": {"text/event-stream"}, "Cache-Control": {"no-cache"}}
 	if st.lastID != "" {
@@ -322,6 +364,9 @@ func (c *Client) followOnce(ctx context.Context, path string, st *streamState, o
 			continue // not a progress record: an event this client does not know
 		}
 		st.gotEvent = true
+		if p.Status == StatusError {
+			return last, errErrorEvent
+		}
 		last = &p
 		if onProgress != nil {
 			onProgress(p)

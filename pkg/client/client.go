@@ -10,8 +10,23 @@
 // admin token on /api/admin.
 //
 // Every call takes a context. Failures the API answers come back as
-// *Error; requests are retried, with exponential backoff and jitter, only
-// on 500, 503 and on 429 carrying Retry-After (see RetryPolicy).
+// *Error. Requests are retried, with exponential backoff and jitter (see
+// RetryPolicy), by what a repeat could do:
+//
+//   - requests safe to repeat (GET, DELETE of a resource by its ID, and
+//     generate, merge and QR codes, which only render) are retried on 500,
+//     503 and on 429 carrying Retry-After;
+//   - the others (register, login, creating a key, changing the plan,
+//     starting a batch, deleting the account, admin changes) only on 503
+//     and on 429 carrying Retry-After, the answers of a service that did
+//     nothing. A 500 may come after the work was done (a second key, a
+//     second batch), so it is returned, never retried.
+//
+// A local file that cannot be read while it is uploaded is an
+// *UploadError, whatever the transport wrapped it in.
+//
+// Credentials (X-API-Key, Authorization, Cookie) are not sent on a
+// redirect to another host or from https to http (see WithHTTPClient).
 //
 //	c, _ := client.New("http://localhost:8080", client.WithAPIKey(os.Getenv("DOCRENDER_API_KEY")))
 //	pdf, err := c.Generate(ctx, client.GenerateRequest{
@@ -71,8 +86,60 @@ func WithAdminToken(token string) Option { return func(c *Client) { c.adminToken
 
 // WithHTTPClient replaces the HTTP client (the default has no overall
 // timeout: a synchronous batch or a progress stream may last long; bound
-// calls with their context instead).
-func WithHTTPClient(h *http.Client) Option { return func(c *Client) { c.http = h } }
+// calls with their context instead). The client uses a copy of h whose
+// CheckRedirect first drops the credentials from a redirect to another
+// host or from https to http, then calls h's own CheckRedirect (if nil,
+// it applies the default limit of 10 redirects). Code that sends requests
+// with h itself should set h.CheckRedirect = StripCredentialsOnRedirect
+// (or wrap its own with it) for the same protection.
+func WithHTTPClient(h *http.Client) Option {
+	return func(c *Client) {
+		cp := *h
+		next := h.CheckRedirect
+		cp.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+			if next == nil {
+				return StripCredentialsOnRedirect(req, via)
+			}
+			stripCredentials(req, via)
+			return next(req, via)
+		}
+		c.http = &cp
+	}
+}
+
+// maxRedirects is net/http's default limit, kept by StripCredentialsOnRedirect.
+const maxRedirects = 10
+
+// StripCredentialsOnRedirect is an http.Client CheckRedirect: it removes
+// X-API-Key, Authorization and Cookie from a redirect that leaves the
+// first request's host (host and port) or goes from https to http, so a
+// redirecting server (or whoever forges its answer) never receives the
+// API key or a session; and it stops after 10 redirects, as net/http
+// does by default. net/http itself drops Authorization and Cookie only
+// for another domain, keeps them for a subdomain, and knows nothing of
+// X-API-Key.
+func StripCredentialsOnRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxRedirects)
+	}
+	stripCredentials(req, via)
+	return nil
+}
+
+// stripCredentials is StripCredentialsOnRedirect without the limit. Each
+// redirect's headers are copied afresh from the first request's, so each
+// is compared with the first.
+func stripCredentials(req *http.Request, via []*http.Request) {
+	if len(via) == 0 {
+		return
+	}
+	first := via[0].URL
+	if !strings.EqualFold(req.URL.Host, first.Host) || (first.Scheme == "https" && req.URL.Scheme != "https") {
+		for _, h := range []string{"X-Api-Key", "Authorization", "Cookie"} {
+			req.Header.Del(h)
+		}
+	}
+}
 
 // WithRetry replaces the retry policy; RetryPolicy{MaxAttempts: 1} turns
 // retries off.
@@ -94,7 +161,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
 		return nil, fmt.Errorf("docrender: base URL %q: want http(s)://host[:port]", baseURL)
 	}
-	c := &Client{base: u, http: &http.Client{}, retry: DefaultRetryPolicy, userAgent: "docrender-go/" + Version, sleep: sleepCtx}
+	c := &Client{base: u, http: &http.Client{CheckRedirect: StripCredentialsOnRedirect}, retry: DefaultRetryPolicy, userAgent: "docrender-go/" + Version, sleep: sleepCtx}
 	for _, o := range opts {
 		o(c)
 	}
@@ -130,7 +197,9 @@ const (
 // RetryPolicy says how often and how long a request is retried. Only
 // 500 and 503 answers are retried with backoff (BaseDelay doubling up to
 // MaxDelay, with jitter), a 503 with Retry-After after that delay; a 429
-// is retried only when it carries Retry-After, after that delay. A
+// is retried only when it carries Retry-After, after that delay. A 500 is
+// retried only for requests safe to repeat (see the package doc): one
+// that creates or changes something may have done it before failing. A
 // Retry-After longer than MaxRetryAfter is not waited for: the error is
 // returned at once with its RetryAfter set. No other status and no
 // network error is retried.
@@ -164,13 +233,14 @@ func (p RetryPolicy) backoff(n int) time.Duration {
 }
 
 // retryDelay says whether a failed answer is retried and after how long.
-func (p RetryPolicy) retryDelay(e *Error, attempt int) (time.Duration, bool) {
+// repeatable says whether the request may be sent again after a 500.
+func (p RetryPolicy) retryDelay(e *Error, attempt int, repeatable bool) (time.Duration, bool) {
 	if attempt >= p.MaxAttempts {
 		return 0, false
 	}
 	switch e.StatusCode {
 	case http.StatusInternalServerError:
-		return p.backoff(attempt), true
+		return p.backoff(attempt), repeatable
 	case http.StatusServiceUnavailable:
 		if e.RetryAfter > 0 {
 			return e.RetryAfter, e.RetryAfter <= p.MaxRetryAfter
@@ -208,6 +278,34 @@ type request struct {
 	ok []int
 	// noRetry: the answer is the point (a readiness probe).
 	noRetry bool
+	// repeat says whether a 500 may be retried; the zero value goes by
+	// the method.
+	repeat repeatability
+}
+
+// repeatability is whether sending a request twice is harmless.
+type repeatability int
+
+const (
+	// byMethod: GET, HEAD and DELETE (of a resource by its ID) are safe
+	// to repeat; POST, PUT and PATCH are not.
+	byMethod repeatability = iota
+	// safeToRepeat: a POST that only computes (generate, merge, QR code).
+	safeToRepeat
+	// notRepeatable: a DELETE that is not of one resource by its ID (the account).
+	notRepeatable
+)
+
+// repeatable reports whether r may be sent again after a 500.
+func (r *request) repeatable() bool {
+	if r.repeat != byMethod {
+		return r.repeat == safeToRepeat
+	}
+	switch r.method {
+	case http.MethodGet, http.MethodHead, http.MethodDelete:
+		return true
+	}
+	return false
 }
 
 // jsonBody is a request body of v as JSON.
@@ -234,7 +332,7 @@ func (c *Client) do(ctx context.Context, r *request) (*http.Response, error) {
 			return resp, nil
 		}
 		e := decodeError(resp)
-		d, again := c.retry.retryDelay(e, attempt)
+		d, again := c.retry.retryDelay(e, attempt, r.repeatable())
 		if !again || r.noRetry {
 			return nil, e
 		}
@@ -287,6 +385,12 @@ func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
 	c.authorize(req, r.auth)
 	resp, err := c.http.Do(req)
 	if err != nil {
+		// A local file that failed to read comes first: the transport
+		// wraps it in a *url.Error, which reads as the network failing.
+		var ue *UploadError
+		if errors.As(err, &ue) {
+			return nil, ue
+		}
 		return nil, fmt.Errorf("docrender: %s %s: %w", r.method, r.path, err)
 	}
 	return resp, nil

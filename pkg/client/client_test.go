@@ -3,13 +3,17 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -162,5 +166,144 @@ func TestStandardLibraryOnly(t *testing.T) {
 	deps := strings.Fields(string(out))
 	if len(deps) != 1 || deps[0] != "github.com/docrender/docrender/pkg/client" {
 		t.Errorf("non-standard dependencies: %v", deps)
+	}
+}
+
+// A redirect to another host never carries the API key or the session.
+func TestRedirectDropsCredentials(t *testing.T) {
+	type seen struct{ key, auth, cookie string }
+	var other []seen
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		other = append(other, seen{r.Header.Get("X-API-Key"), r.Header.Get("Authorization"), r.Header.Get("Cookie")})
+		w.Write([]byte(`{"success":true,"data":{}}`))
+	}))
+	defer elsewhere.Close()
+	var same []seen
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("moved") != "" {
+			same = append(same, seen{r.Header.Get("X-API-Key"), r.Header.Get("Authorization"), r.Header.Get("Cookie")})
+			w.Write([]byte(`{"success":true,"data":{}}`))
+			return
+		}
+		to := elsewhere.URL + r.URL.Path
+		if strings.HasSuffix(r.URL.Path, "/same") {
+			to = r.URL.Path + "?moved=1"
+		}
+		http.Redirect(w, r, to, http.StatusTemporaryRedirect)
+	}))
+	defer srv.Close()
+
+	var callerChecks int
+	callers := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { callerChecks++; return nil }}
+	for _, tt := range []struct {
+		name string
+		opts []Option
+	}{
+		{"default HTTP client", nil},
+		{"caller's HTTP client", []Option{WithHTTPClient(callers)}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			other, same = nil, nil
+			c := newTestClient(t, srv.URL, tt.opts...)
+			ctx := context.Background()
+			d, err := c.DownloadFile(ctx, "f1") // X-API-Key
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.Body.Close()
+			if _, err := c.Usage(ctx); err != nil { // Authorization
+				t.Fatal(err)
+			}
+			if _, err := c.Usage(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if len(other) != 3 {
+				t.Fatalf("the other host saw %d requests", len(other))
+			}
+			for i, s := range other {
+				if s != (seen{}) {
+					t.Errorf("request %d reached the other host with credentials %+v", i, s)
+				}
+			}
+			// Within the same host the credentials stay.
+			d, err = c.DownloadFile(ctx, "same")
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.Body.Close()
+			if len(same) != 1 || same[0].key != "drk_test" {
+				t.Errorf("same-host redirect sent %+v", same)
+			}
+		})
+	}
+	if callerChecks != 4 || callers.CheckRedirect == nil {
+		t.Errorf("the caller's CheckRedirect ran %d times, want 4", callerChecks)
+	}
+}
+
+func TestStripCredentialsOnRedirect(t *testing.T) {
+	for _, tt := range []struct {
+		from, to string
+		strip    bool
+	}{
+		{"https://a.example/x", "https://a.example/y", false},
+		{"https://a.example/x", "https://A.EXAMPLE/y", false},
+		{"http://a.example/x", "https://a.example/y", false},
+		{"https://a.example/x", "http://a.example/y", true},
+		{"https://a.example/x", "https://a.example:8443/y", true},
+		{"https://a.example/x", "https://b.a.example/y", true},
+		{"https://a.example/x", "https://evil.example/y", true},
+	} {
+		first, _ := http.NewRequest("GET", tt.from, nil)
+		req, _ := http.NewRequest("GET", tt.to, nil)
+		req.Header.Set("X-API-Key", "drk_k")
+		req.Header.Set("Authorization", "Bearer s")
+		req.Header.Set("Cookie", "session=s")
+		req.Header.Set("Accept", "text/event-stream")
+		if err := StripCredentialsOnRedirect(req, []*http.Request{first}); err != nil {
+			t.Fatal(err)
+		}
+		kept := req.Header.Get("X-API-Key") != "" || req.Header.Get("Authorization") != "" || req.Header.Get("Cookie") != ""
+		gone := req.Header.Get("X-API-Key") == "" && req.Header.Get("Authorization") == "" && req.Header.Get("Cookie") == ""
+		if tt.strip && !gone || !tt.strip && !kept || req.Header.Get("Accept") == "" {
+			t.Errorf("%s -> %s: headers %v, want stripped=%v", tt.from, tt.to, req.Header, tt.strip)
+		}
+	}
+	req, _ := http.NewRequest("GET", "https://a.example/", nil)
+	if err := StripCredentialsOnRedirect(req, make([]*http.Request, 10)); err == nil {
+		t.Error("no limit on redirects")
+	}
+}
+
+// A local file that fails to read while it is uploaded is an
+// *UploadError naming it, not a network failure.
+func TestUploadReadErrorIsTyped(t *testing.T) {
+	s := &scripted{answers: []answer{{200, ""}}}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "index.html"), []byte("<h1>x</h1>"), 0o644)
+	for _, tt := range []struct {
+		name string
+		up   Upload
+	}{
+		{"missing file", UploadFile(filepath.Join(dir, "gone.png"), "img/gone.png")},
+		{"a folder is no file", UploadFile(dir, "img/gone.png")},
+		{"read fails midway", Upload{Name: "img/gone.png", Open: func() (io.ReadCloser, error) {
+			return io.NopCloser(io.MultiReader(strings.NewReader("PNG"), iotest.ErrReader(errors.New("disk on fire")))), nil
+		}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := newTestClient(t, srv.URL).Generate(context.Background(), GenerateRequest{
+				Files: []Upload{UploadFile(filepath.Join(dir, "index.html"), ""), tt.up}})
+			var ue *UploadError
+			if !errors.As(err, &ue) || ue.Name != "img/gone.png" {
+				t.Fatalf("err %v (%T), want an *UploadError for img/gone.png", err, err)
+			}
+			var ue2 *url.Error
+			if errors.As(err, &ue2) {
+				t.Errorf("err %v is still wrapped in a *url.Error", err)
+			}
+		})
 	}
 }

@@ -128,13 +128,42 @@ func writeFilePart(w *multipart.Writer, f Upload) error {
 	}
 	rc, err := f.Open()
 	if err != nil {
-		return fmt.Errorf("docrender: open %s: %w", f.Name, err)
+		return &UploadError{Name: f.Name, Err: err}
 	}
 	defer rc.Close()
-	if _, err := io.Copy(pw, rc); err != nil {
-		return fmt.Errorf("docrender: read %s: %w", f.Name, err)
+	if _, err := io.Copy(pw, &uploadReader{name: f.Name, r: rc}); err != nil {
+		return err
 	}
 	return nil
+}
+
+// UploadError is an upload's content that could not be opened or read
+// (a local file missing or unreadable): the request was not sent whole,
+// and the fault is on this side, not the network's or the service's.
+type UploadError struct {
+	// Name is the upload's name (Upload.Name).
+	Name string
+	// Err is the error of Open or Read, an *fs.PathError for a file.
+	Err error
+}
+
+func (e *UploadError) Error() string { return fmt.Sprintf("docrender: read %s: %v", e.Name, e.Err) }
+
+func (e *UploadError) Unwrap() error { return e.Err }
+
+// uploadReader types the read errors of an upload's content (and only
+// those: a write error is the connection's).
+type uploadReader struct {
+	name string
+	r    io.Reader
+}
+
+func (u *uploadReader) Read(p []byte) (int, error) {
+	n, err := u.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = &UploadError{Name: u.name, Err: err}
+	}
+	return n, err
 }
 
 // Download is a file the service answers with: a PDF, a ZIP or a PNG. The
@@ -283,7 +312,7 @@ func (c *Client) Generate(ctx context.Context, r GenerateRequest) (*Download, er
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.do(ctx, &request{method: http.MethodPost, path: "/pdf/generate", auth: authKey, body: body})
+	resp, err := c.do(ctx, &request{method: http.MethodPost, path: "/pdf/generate", auth: authKey, repeat: safeToRepeat, body: body})
 	if err != nil {
 		return nil, err
 	}
@@ -298,7 +327,7 @@ func (c *Client) GenerateHosted(ctx context.Context, r GenerateRequest) (*Hosted
 		return nil, err
 	}
 	var h Hosted
-	return &h, c.doJSON(ctx, &request{method: http.MethodPost, path: "/pdf/generate", auth: authKey, body: body}, &h)
+	return &h, c.doJSON(ctx, &request{method: http.MethodPost, path: "/pdf/generate", auth: authKey, repeat: safeToRepeat, body: body}, &h)
 }
 
 // MergeRequest is the PDFs to merge, in order, and the options.
@@ -332,7 +361,7 @@ func (c *Client) Merge(ctx context.Context, r MergeRequest) (*Download, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.do(ctx, &request{method: http.MethodPost, path: "/pdf/merge", auth: authKey, body: body})
+	resp, err := c.do(ctx, &request{method: http.MethodPost, path: "/pdf/merge", auth: authKey, repeat: safeToRepeat, body: body})
 	if err != nil {
 		return nil, err
 	}
@@ -346,7 +375,7 @@ func (c *Client) MergeHosted(ctx context.Context, r MergeRequest) (*Hosted, erro
 		return nil, err
 	}
 	var h Hosted
-	return &h, c.doJSON(ctx, &request{method: http.MethodPost, path: "/pdf/merge", auth: authKey, body: body}, &h)
+	return &h, c.doJSON(ctx, &request{method: http.MethodPost, path: "/pdf/merge", auth: authKey, repeat: safeToRepeat, body: body}, &h)
 }
 
 // QRRequest is a QR code to draw (spec 4.6, DESIGN §4.16).
@@ -376,7 +405,7 @@ func (c *Client) QRCode(ctx context.Context, r QRRequest) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.do(ctx, &request{method: http.MethodPost, path: "/pdf/qrcode", auth: authKey, body: body})
+	resp, err := c.do(ctx, &request{method: http.MethodPost, path: "/pdf/qrcode", auth: authKey, repeat: safeToRepeat, body: body})
 	if err != nil {
 		return nil, err
 	}
@@ -395,6 +424,6 @@ func (c *Client) QRCodeDataURL(ctx context.Context, r QRRequest) (string, error)
 	var out struct {
 		DataURL string `json:"dataUrl"`
 	}
-	err = c.doJSON(ctx, &request{method: http.MethodPost, path: "/pdf/qrcode", auth: authKey, body: body}, &out)
+	err = c.doJSON(ctx, &request{method: http.MethodPost, path: "/pdf/qrcode", auth: authKey, repeat: safeToRepeat, body: body}, &out)
 	return out.DataURL, err
 }

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -211,5 +212,59 @@ func TestNoRetryPolicy(t *testing.T) {
 	c := newTestClient(t, srv.URL, WithRetry(RetryPolicy{MaxAttempts: 1}))
 	if _, err := c.Usage(context.Background()); err == nil || s.n != 1 {
 		t.Fatalf("err %v after %d requests", err, s.n)
+	}
+}
+
+// A request that is not safe to repeat (it creates or changes something)
+// is retried only when the service did nothing: 503, or 429 with
+// Retry-After; never on 500. The others keep the full rule.
+func TestRetryByRepeatability(t *testing.T) {
+	type call func(c *Client) error
+	ctx := context.Background()
+	batch := BatchRequest{Documents: []BatchDocument{{FileName: "a", HTMLContent: "<p>a</p>"}}}
+	calls := []struct {
+		name       string
+		call       call
+		repeatable bool
+	}{
+		{"create key", func(c *Client) error { _, err := c.CreateKey(ctx, "k", nil); return err }, false},
+		{"register", func(c *Client) error { _, err := c.Register(ctx, "a@b.c", "pw"); return err }, false},
+		{"change plan", func(c *Client) error { _, err := c.ChangePlan(ctx, "pro"); return err }, false},
+		{"start batch", func(c *Client) error { _, err := c.StartBatch(ctx, batch); return err }, false},
+		{"synchronous batch", func(c *Client) error { _, err := c.GenerateBatchHosted(ctx, batch); return err }, false},
+		{"delete account", func(c *Client) error { return c.DeleteAccount(ctx) }, false},
+		{"usage", func(c *Client) error { _, err := c.Usage(ctx); return err }, true},
+		{"delete hosted by ID", func(c *Client) error { return c.DeleteHosted(ctx, "f1") }, true},
+		{"revoke key by ID", func(c *Client) error { return c.RevokeKey(ctx, "k1") }, true},
+		{"generate", func(c *Client) error {
+			_, err := c.GenerateHosted(ctx, GenerateRequest{URL: "https://example.com/"})
+			return err
+		}, true},
+		{"merge", func(c *Client) error {
+			_, err := c.MergeHosted(ctx, MergeRequest{Files: []Upload{UploadBytes("a.pdf", []byte("%PDF"))}})
+			return err
+		}, true},
+		{"qr code", func(c *Client) error { _, err := c.QRCodeDataURL(ctx, QRRequest{Data: "x"}); return err }, true},
+	}
+	for _, cl := range calls {
+		for _, a := range []answer{{500, ""}, {503, ""}, {503, "1"}, {429, "1"}} {
+			t.Run(fmt.Sprintf("%s %d %s", cl.name, a.status, a.retryAfter), func(t *testing.T) {
+				s := &scripted{answers: []answer{a}}
+				srv := httptest.NewServer(s)
+				defer srv.Close()
+				c := newTestClient(t, srv.URL)
+				c.sleep = func(context.Context, time.Duration) error { return nil }
+				if err := cl.call(c); err == nil {
+					t.Fatal("no error")
+				}
+				want := DefaultRetryPolicy.MaxAttempts
+				if a.status == 500 && !cl.repeatable {
+					want = 1
+				}
+				if s.n != want {
+					t.Errorf("server saw %d requests, want %d", s.n, want)
+				}
+			})
+		}
 	}
 }

@@ -29,6 +29,10 @@ type sseReader struct {
 	retry time.Duration
 	// started: the first line was read (only it may carry a BOM).
 	started bool
+	// pendingCR: the last line ended with a CR, so a LF next is the rest
+	// of its CRLF. Remembered rather than peeked at: a peek would wait for
+	// the next byte, holding back an event ended by a bare CR.
+	pendingCR bool
 }
 
 func newSSEReader(r io.Reader) *sseReader { return &sseReader{r: bufio.NewReaderSize(r, 64<<10)} }
@@ -50,13 +54,17 @@ func (s *sseReader) readLine() (string, error) {
 			}
 			return "", err
 		}
+		if s.pendingCR {
+			s.pendingCR = false
+			if c == '\n' {
+				continue
+			}
+		}
 		switch c {
 		case '\n':
 			return b.String(), nil
 		case '\r':
-			if next, err := s.r.Peek(1); err == nil && next[0] == '\n' {
-				_, _ = s.r.ReadByte()
-			}
+			s.pendingCR = true
 			return b.String(), nil
 		}
 		if b.Len() >= maxSSELine {

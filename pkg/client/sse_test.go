@@ -85,7 +85,8 @@ func TestSSEChunkedDelivery(t *testing.T) {
 }
 
 // progressServer serves a progress stream per connection from script:
-// each connection writes its next body (the last repeats).
+// each connection writes its next body (the last repeats); a poll of the
+// progress (not /stream) gets the next record of polls.
 type progressServer struct {
 	mu      sync.Mutex
 	script  []string
@@ -94,10 +95,25 @@ type progressServer struct {
 	paths   []string
 	keys    []string
 	ctype   string
+	polls   []string
+	polled  int
 }
 
 func (s *progressServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
+	if !strings.HasSuffix(r.URL.Path, "/stream") {
+		if len(s.polls) == 0 || r.URL.Path != "/pdf/progress/b1" {
+			s.mu.Unlock()
+			http.NotFound(w, r)
+			return
+		}
+		rec := s.polls[min(s.polled, len(s.polls)-1)]
+		s.polled++
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(rec))
+		return
+	}
 	body := s.script[min(s.n, len(s.script)-1)]
 	s.n++
 	s.lastIDs = append(s.lastIDs, r.Header.Get("Last-Event-ID"))
@@ -117,8 +133,17 @@ func (s *progressServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func ev(name string, cur, total int, status, msg string) string {
-	return fmt.Sprintf("event: %s\ndata: {\"total\":%d,\"current\":%d,\"status\":%q,\"message\":%q}\n\n", name, total, cur, status, msg)
+	return fmt.Sprintf("event: %s\ndata: %s\n\n", name, rec(cur, total, status, msg))
 }
+
+// rec is a progress record as JSON.
+func rec(cur, total int, status, msg string) string {
+	return fmt.Sprintf("{\"total\":%d,\"current\":%d,\"status\":%q,\"message\":%q}", total, cur, status, msg)
+}
+
+// unavailable is the error event the gateway sends when it cannot read a
+// batch's progress for a while (gateway/server/sse.go, pushProgress).
+var unavailable = ev("error", 0, 3, "error", "Progress is unavailable right now. Poll http://x/pdf/progress/b1 to follow the batch.")
 
 func TestFollowBatch(t *testing.T) {
 	done := ev("complete", 3, 3, "completed", "Download URL: http://x/pdf/download/b1")
@@ -130,32 +155,40 @@ func TestFollowBatch(t *testing.T) {
 		wantConns int
 		wantErr   string // code of the *Error, or "eof" for a stream that never finishes
 		lastIDs   []string
+		polls     []string // the records a poll of the progress answers, in turn
+		wantPolls int
 	}{
 		{"to completion", []string{": hi\n\n" + ev("progress", 1, 3, "processing", "Generated 1/3 PDFs") + ev("progress", 2, 3, "processing", "") + done},
-			"", []int{1, 2, 3}, 1, "", nil},
+			"", []int{1, 2, 3}, 1, "", nil, nil, 0},
 		{"reconnects after the stream drops, with Last-Event-ID", []string{
 			"retry: 10\nid: e1\n" + ev("progress", 1, 3, "processing", ""), // ends without a last event
 			ev("progress", 2, 3, "processing", "") + done},
-			"", []int{1, 2, 3}, 2, "", []string{"", "e1"}},
-		{"unknown batch", []string{ev("error", 0, 0, "not_found", "Batch not found.")}, "", []int{0}, 1, CodeNotFound, nil},
-		{"failed batch", []string{ev("progress", 1, 3, "processing", "") + ev("error", 1, 3, "error", "render failed")},
-			"", []int{1, 1}, 1, CodeInternal, nil},
-		{"gives up on a stream that never says anything", []string{"retry: 1\n: nothing\n\n"}, "", nil, sseMaxReconnects + 1, "eof", nil},
-		{"not an event stream", []string{"{}"}, "application/json", nil, 1, "UNEXPECTED_CONTENT_TYPE", nil},
+			"", []int{1, 2, 3}, 2, "", []string{"", "e1"}, nil, 0},
+		{"unknown batch", []string{ev("error", 0, 0, "not_found", "Batch not found.")}, "", []int{0}, 1, CodeNotFound, nil, nil, 0},
+		{"failed batch, as its progress confirms", []string{ev("progress", 1, 3, "processing", "") + ev("error", 1, 3, "error", "render failed")},
+			"", []int{1, 1}, 1, CodeInternal, nil, []string{rec(1, 3, "error", "render failed")}, 1},
+		{"progress unavailable for a while: the batch is polled to its end", []string{ev("progress", 1, 3, "processing", "") + unavailable},
+			"", []int{1, 1, 2, 3}, 1, "", nil, []string{rec(1, 3, "processing", ""), rec(2, 3, "processing", ""),
+				rec(3, 3, "completed", "Download URL: http://x/pdf/download/b1")}, 3},
+		{"progress unavailable, then the batch failed", []string{unavailable},
+			"", []int{2, 2}, 1, CodeInternal, nil, []string{rec(2, 3, "processing", ""), rec(2, 3, "error", "render failed")}, 2},
+		{"gives up on a stream that never says anything", []string{"retry: 1\n: nothing\n\n"}, "", nil, sseMaxReconnects + 1, "eof", nil, nil, 0},
+		{"not an event stream", []string{"{}"}, "application/json", nil, 1, "UNEXPECTED_CONTENT_TYPE", nil, nil, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := &progressServer{script: tt.script, ctype: tt.ctype}
+			s := &progressServer{script: tt.script, ctype: tt.ctype, polls: tt.polls}
 			srv := httptest.NewServer(s)
 			defer srv.Close()
 			c := newTestClient(t, srv.URL)
+			c.sleep = func(context.Context, time.Duration) error { return nil }
 			var seen []int
 			final, err := c.FollowBatch(context.Background(), "b1", func(p Progress) { seen = append(seen, p.Current) })
 			if fmt.Sprint(seen) != fmt.Sprint(tt.wantSeen) {
 				t.Errorf("saw %v, want %v", seen, tt.wantSeen)
 			}
-			if s.n != tt.wantConns {
-				t.Errorf("%d connections, want %d", s.n, tt.wantConns)
+			if s.n != tt.wantConns || s.polled != tt.wantPolls {
+				t.Errorf("%d connections and %d polls, want %d and %d", s.n, s.polled, tt.wantConns, tt.wantPolls)
 			}
 			switch tt.wantErr {
 			case "":
@@ -220,5 +253,43 @@ func TestFollowBatchEndsWithContext(t *testing.T) {
 	last, err := c.FollowBatch(ctx, "b1", nil)
 	if !errors.Is(err, context.DeadlineExceeded) || last == nil || last.Status != StatusProcessing {
 		t.Fatalf("last %+v, err %v", last, err)
+	}
+}
+
+func TestSSEBareCRDispatchesAtOnce(t *testing.T) {
+	// An event ended by bare CRs is dispatched without waiting for the
+	// next byte, which may be a long time coming (or never).
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go pw.Write([]byte("data: a\r\r"))
+	r := newSSEReader(pr)
+	got := make(chan sseEvent, 2)
+	go func() {
+		for {
+			ev, err := r.next()
+			if err != nil {
+				return
+			}
+			got <- ev
+		}
+	}()
+	select {
+	case ev := <-got:
+		if ev.Data != "a" {
+			t.Fatalf("got %+v", ev)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("an event ended by CR waited for the next byte")
+	}
+	// A LF after the CR still belongs to its CRLF: no empty line, so the
+	// next event is not cut short.
+	go pw.Write([]byte("\ndata: b\r\n\r\n"))
+	select {
+	case ev := <-got:
+		if ev.Data != "b" {
+			t.Fatalf("got %+v", ev)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("second event not dispatched")
 	}
 }
