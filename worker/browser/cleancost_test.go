@@ -4,10 +4,6 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -66,50 +62,13 @@ func BenchmarkCleaning(b *testing.B) {
 				s.lane.Reset()
 			}
 			job()
-			cpu0 := browserCPU(inst.proc.PID())
+			cpu0 := ProcessTreeCPU(inst.proc.PID())
 			for b.Loop() {
 				job()
 			}
 			time.Sleep(200 * time.Millisecond) // the browser's own work after the last call
-			cpu := browserCPU(inst.proc.PID()) - cpu0
+			cpu := ProcessTreeCPU(inst.proc.PID()) - cpu0
 			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "browser-ms/op")
 		})
 	}
-}
-
-// browserCPU is the CPU time used by root and the processes below it.
-func browserCPU(root int) time.Duration {
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	parent, ticks := map[int]int{}, map[int]int64{}
-	for _, f := range stats {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		s := string(raw)
-		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || end < 0 {
-			continue
-		}
-		pid, _ := strconv.Atoi(strings.TrimSpace(s[:open]))
-		fields := strings.Fields(s[end+1:])
-		if len(fields) < 15 {
-			continue
-		}
-		parent[pid], _ = strconv.Atoi(fields[1])
-		for _, k := range fields[11:15] { // utime stime cutime cstime
-			v, _ := strconv.ParseInt(k, 10, 64)
-			ticks[pid] += v
-		}
-	}
-	var total int64
-	for pid, t := range ticks {
-		for q := pid; q > 1; q = parent[q] {
-			if q == root {
-				total += t
-				break
-			}
-		}
-	}
-	return time.Duration(total) * 10 * time.Millisecond // USER_HZ = 100
 }

@@ -2,13 +2,11 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
+	"syscall"
 	"time"
 
 	"github.com/docrender/docrender/bench/internal/benchapi"
+	"github.com/docrender/docrender/worker/browser"
 )
 
 // CPU per PDF is the measure that the machine's other work disturbs least:
@@ -16,67 +14,14 @@ import (
 // time a PDF costs hardly. At a concurrency that keeps the cores busy, the
 // ratio of the CPU per PDF is the ratio of the throughputs.
 
-// clkTck is the unit of /proc's CPU times (USER_HZ, 100 on Linux).
-const clkTck = 100
-
-// procCPU is the CPU time used so far by pid and every process below it,
-// and by their waited-for children.
-func procCPU(root int) time.Duration {
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	parent := map[int]int{}
-	ticks := map[int]int64{}
-	for _, f := range stats {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue // gone meanwhile
-		}
-		// The command name, in parentheses, may hold spaces.
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		pid, _ := strconv.Atoi(strings.TrimSpace(s[:strings.IndexByte(s, '(')]))
-		fields := strings.Fields(s[i+1:])
-		// fields[0] is the state: ppid is field 4 of stat, utime..cstime 14..17.
-		if len(fields) < 15 {
-			continue
-		}
-		parent[pid], _ = strconv.Atoi(fields[1])
-		var t int64
-		for _, k := range fields[11:15] {
-			v, _ := strconv.ParseInt(k, 10, 64)
-			t += v
-		}
-		ticks[pid] = t
-	}
-	var total int64
-	for pid, t := range ticks {
-		for p := pid; p > 1; p = parent[p] {
-			if p == root {
-				total += t
-				break
-			}
-		}
-	}
-	return time.Duration(total) * time.Second / clkTck
-}
-
 // selfCPU is this process's own CPU time (the service's Go side, or the
 // bare loop's rod client, whichever ran).
 func selfCPU() time.Duration {
-	b, err := os.ReadFile("/proc/self/stat")
-	if err != nil {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
 	}
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	var t int64
-	for _, k := range fields[11:13] {
-		v, _ := strconv.ParseInt(k, 10, 64)
-		t += v
-	}
-	return time.Duration(t) * time.Second / clkTck
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // cpuCost is the CPU one PDF of fn costs: in the browser below browserPID
@@ -93,7 +38,7 @@ func measureCPU(c, n int, browserPID int, fn func(client, n int) error) (cpuCost
 		return cpuCost{}, err
 	}
 	time.Sleep(300 * time.Millisecond)
-	b0, s0 := procCPU(browserPID), selfCPU()
+	b0, s0 := browser.ProcessTreeCPU(browserPID), selfCPU()
 	next := make(chan int, n)
 	for i := range n {
 		next <- i
@@ -117,7 +62,7 @@ func measureCPU(c, n int, browserPID int, fn func(client, n int) error) (cpuCost
 		}
 	}
 	time.Sleep(300 * time.Millisecond)
-	b1, s1 := procCPU(browserPID), selfCPU()
+	b1, s1 := browser.ProcessTreeCPU(browserPID), selfCPU()
 	return cpuCost{browser: (b1 - b0) / time.Duration(n), self: (s1 - s0) / time.Duration(n)}, nil
 }
 
