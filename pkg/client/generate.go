@@ -308,26 +308,42 @@ func (r GenerateRequest) body(host bool) (func() (io.ReadCloser, string, error),
 
 // Generate renders a PDF (POST /pdf/generate) and returns it.
 func (c *Client) Generate(ctx context.Context, r GenerateRequest) (*Download, error) {
-	body, err := r.body(false)
+	return c.postForm(ctx, "/pdf/generate", r)
+}
+
+// GenerateHosted renders a PDF and stores it behind an expiring link
+// (options host:true); it returns the link.
+func (c *Client) GenerateHosted(ctx context.Context, r GenerateRequest) (*Hosted, error) {
+	return c.postFormHosted(ctx, "/pdf/generate", r)
+}
+
+// form is a multipart request (GenerateRequest, MergeRequest); host adds
+// host:true to its options.
+type form interface {
+	body(host bool) (func() (io.ReadCloser, string, error), error)
+}
+
+// postForm sends f to path and returns the file it answers.
+func (c *Client) postForm(ctx context.Context, path string, f form) (*Download, error) {
+	body, err := f.body(false)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.do(ctx, &request{method: http.MethodPost, path: "/pdf/generate", auth: authKey, repeat: safeToRepeat, body: body})
+	resp, err := c.do(ctx, &request{method: http.MethodPost, path: path, auth: authKey, repeat: safeToRepeat, body: body})
 	if err != nil {
 		return nil, err
 	}
 	return newDownload(resp), nil
 }
 
-// GenerateHosted renders a PDF and stores it behind an expiring link
-// (options host:true); it returns the link.
-func (c *Client) GenerateHosted(ctx context.Context, r GenerateRequest) (*Hosted, error) {
-	body, err := r.body(true)
+// postFormHosted sends f to path with host:true and returns the link.
+func (c *Client) postFormHosted(ctx context.Context, path string, f form) (*Hosted, error) {
+	body, err := f.body(true)
 	if err != nil {
 		return nil, err
 	}
 	var h Hosted
-	return &h, c.doJSON(ctx, &request{method: http.MethodPost, path: "/pdf/generate", auth: authKey, repeat: safeToRepeat, body: body}, &h)
+	return &h, c.doJSON(ctx, &request{method: http.MethodPost, path: path, auth: authKey, repeat: safeToRepeat, body: body}, &h)
 }
 
 // MergeRequest is the PDFs to merge, in order, and the options.
@@ -357,25 +373,12 @@ func (r MergeRequest) body(host bool) (func() (io.ReadCloser, string, error), er
 
 // Merge merges PDFs (POST /pdf/merge) and returns the result.
 func (c *Client) Merge(ctx context.Context, r MergeRequest) (*Download, error) {
-	body, err := r.body(false)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.do(ctx, &request{method: http.MethodPost, path: "/pdf/merge", auth: authKey, repeat: safeToRepeat, body: body})
-	if err != nil {
-		return nil, err
-	}
-	return newDownload(resp), nil
+	return c.postForm(ctx, "/pdf/merge", r)
 }
 
 // MergeHosted merges PDFs and stores the result behind an expiring link.
 func (c *Client) MergeHosted(ctx context.Context, r MergeRequest) (*Hosted, error) {
-	body, err := r.body(true)
-	if err != nil {
-		return nil, err
-	}
-	var h Hosted
-	return &h, c.doJSON(ctx, &request{method: http.MethodPost, path: "/pdf/merge", auth: authKey, repeat: safeToRepeat, body: body}, &h)
+	return c.postFormHosted(ctx, "/pdf/merge", r)
 }
 
 // QRRequest is a QR code to draw (spec 4.6, DESIGN §4.16).
