@@ -288,17 +288,9 @@ func (r GenerateRequest) body(host bool) (func() (io.ReadCloser, string, error),
 	if (len(r.Files) == 0) == (r.URL == "") {
 		return nil, errors.New("docrender: generate needs either files or a URL")
 	}
-	var fields [][2]string
-	if r.Options != nil || host {
-		var o any = r.Options
-		if r.Options == nil {
-			o = struct{}{}
-		}
-		b, err := withHost(o, host)
-		if err != nil {
-			return nil, fmt.Errorf("docrender: encode options: %w", err)
-		}
-		fields = append(fields, [2]string{"options", string(b)})
+	fields, err := optionsPart(r.Options, r.Options == nil, host)
+	if err != nil {
+		return nil, err
 	}
 	if r.URL != "" {
 		fields = append(fields, [2]string{"url", r.URL})
@@ -356,17 +348,9 @@ func (r MergeRequest) body(host bool) (func() (io.ReadCloser, string, error), er
 	if len(r.Files) == 0 {
 		return nil, errors.New("docrender: merge needs at least one PDF")
 	}
-	var fields [][2]string
-	if r.Options != nil || host {
-		var o any = r.Options
-		if r.Options == nil {
-			o = struct{}{}
-		}
-		b, err := withHost(o, host)
-		if err != nil {
-			return nil, fmt.Errorf("docrender: encode options: %w", err)
-		}
-		fields = append(fields, [2]string{"options", string(b)})
+	fields, err := optionsPart(r.Options, r.Options == nil, host)
+	if err != nil {
+		return nil, err
 	}
 	return multipartBody(fields, r.Files), nil
 }

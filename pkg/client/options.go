@@ -202,6 +202,19 @@ func withExtra(v any, extra map[string]any) ([]byte, error) {
 	return json.Marshal(m)
 }
 
+// optionsPart is a form's "options" part: o (none: the caller set no
+// options) with host:true when host; no part when there is nothing to say.
+func optionsPart(o any, none, host bool) ([][2]string, error) {
+	if none && !host {
+		return nil, nil
+	}
+	b, err := withHost(o, host)
+	if err != nil {
+		return nil, fmt.Errorf("docrender: encode options: %w", err)
+	}
+	return [][2]string{{"options", string(b)}}, nil
+}
+
 // withHost is o as sent with host set.
 func withHost(o any, host bool) ([]byte, error) {
 	b, err := json.Marshal(o)
