@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/docrender/docrender/pkg/queue"
+	"github.com/docrender/docrender/pkg/testenv/freeport"
 )
 
 // External services of the machine (scripts/setup --test starts them).
@@ -69,12 +69,11 @@ func repoRoot() string {
 
 func freePort(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	a, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return a
 }
 
 // proc is a started docrender process with its output kept for failures.

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/docrender/docrender/pkg/queue"
+	"github.com/docrender/docrender/pkg/testenv/freeport"
 
 	"github.com/docrender/docrender/bench/internal/benchapi"
 )
@@ -37,7 +37,7 @@ func memory(n int, binDir string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	addr, err := freeAddr()
+	addr, err := freeport.Addr()
 	if err != nil {
 		return err
 	}
@@ -126,15 +126,6 @@ func envOr(k, def string) string {
 		return v
 	}
 	return def
-}
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 func waitReady(base string) error {

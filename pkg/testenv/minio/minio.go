@@ -13,7 +13,6 @@ package minio
 import (
 	"crypto/rand"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -26,6 +25,7 @@ import (
 	"time"
 
 	"github.com/docrender/docrender/pkg/blob/s3blob"
+	"github.com/docrender/docrender/pkg/testenv/freeport"
 )
 
 // Credentials of every server started here; loopback only, never secret.
@@ -167,7 +167,7 @@ func start(bin, dir string) (*server, error) {
 }
 
 func startOnce(bin, dir string) (*server, error) {
-	ports, err := freePorts(2)
+	ports, err := freeport.Ports(2)
 	if err != nil {
 		return nil, err
 	}
@@ -242,21 +242,6 @@ func (s *server) stop() {
 		s.cmd.Process.Kill()
 		<-s.done
 	}
-}
-
-// freePorts reserves n distinct loopback ports, holding them all until each
-// is known so the two addresses cannot coincide.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("free port: %w", err)
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // environWithoutMinio drops MINIO_* settings of the caller's environment, so
