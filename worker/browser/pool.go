@@ -286,11 +286,38 @@ func (p *Pool) renew(ctx context.Context, s *slot, inst *instance) error {
 		p.dispose(s, inst)
 		return fmt.Errorf("browser: runtime: %w", err)
 	}
+	if err := drawSmall(page.Context(ctx)); err != nil {
+		p.dispose(s, inst)
+		return fmt.Errorf("browser: viewport: %w", err)
+	}
 	if err := goHome(page.Context(ctx), p.cfg.HomeURL); err != nil {
 		p.dispose(s, inst)
 		return fmt.Errorf("browser: home: %w", err)
 	}
 	return nil
+}
+
+// drawScale is the scale a tab's view is drawn at: a PDF service never
+// shows it, and drawing a visible tab's 1280x800 view (raster and
+// composite, on the CPU without a GPU) is about a third of Chromium's CPU
+// per PDF of a small page (docs/benchmarks.md, session 8). Hidden tabs
+// draw nothing but run no requestAnimationFrame callbacks, which pages
+// need; a view drawn at this scale is a few pixels.
+const drawScale = 0.01
+
+// drawSmall keeps the tab's view as the page sees it (the same size in
+// CSS pixels, the same devicePixelRatio, visible, every frame run) and only
+// draws it at drawScale. Printing does not use the view.
+func drawSmall(page *rod.Page) error {
+	var size struct{ W, H int }
+	if err := Evaluate(page, `() => ({W: innerWidth, H: innerHeight})`, &size); err != nil {
+		return err
+	}
+	if size.W <= 0 || size.H <= 0 {
+		return fmt.Errorf("view is %dx%d", size.W, size.H)
+	}
+	scale := drawScale
+	return proto.EmulationSetDeviceMetricsOverride{Width: size.W, Height: size.H, Scale: &scale}.Call(page)
 }
 
 // goHome turns scripts off and loads the home page.
