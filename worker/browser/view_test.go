@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +14,6 @@ import (
 	"github.com/go-rod/rod"
 	"github.com/go-rod/rod/lib/proto"
 
-	"github.com/docrender/docrender/pkg/netguard"
 	"github.com/docrender/docrender/worker/egress"
 )
 
@@ -37,29 +35,16 @@ const viewPage = `<!doctype html><style>@media (min-width: 1000px) { .wide { col
 // saves is measured by BenchmarkDrawScale (nothing a page or CDP can read
 // tells it: a screenshot is taken at full size).
 func TestViewDrawnSmall(t *testing.T) {
-	if _, err := FindChromium(""); err != nil {
-		t.Skip(err)
-	}
 	if _, err := exec.LookPath("pdftotext"); err != nil {
 		t.Skip(err)
 	}
-	lg := slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))
-	proxy, err := egress.Start(netguard.New(nil), lg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
-	p, err := Start(context.Background(), Config{Proxy: proxy.Addr(), HomeURL: egress.HomeURL, Tabs: 1, Log: lg,
-		NewLane: func() (Lane, error) { return proxy.NewLane() }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	proxy, lg := testProxy(t)
+	p := testPool(t, proxy, lg)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
 	var pool, poolPDF string
-	err = p.Tab(ctx, func(tab *Tab) error {
+	err := p.Tab(ctx, func(tab *Tab) error {
 		site, done := tab.Lane().(*egress.Lane).Serve(egress.Bundle{"index.html": []byte(viewPage)}, false)
 		defer done()
 		if err := tab.Navigate(site.URL("index.html")); err != nil {
@@ -149,23 +134,10 @@ func printText(t *testing.T, page *rod.Page) string {
 //
 //	go test -run '^$' -bench DrawScale -benchtime 100x ./worker/browser/
 func BenchmarkDrawScale(b *testing.B) {
-	if _, err := FindChromium(""); err != nil {
-		b.Skip(err)
-	}
-	lg := slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))
-	proxy, err := egress.Start(netguard.New(nil), lg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer proxy.Close()
+	proxy, lg := testProxy(b)
 	for _, drawn := range []string{"small", "full size"} {
 		b.Run(drawn, func(b *testing.B) {
-			p, err := Start(context.Background(), Config{Proxy: proxy.Addr(), HomeURL: egress.HomeURL, Tabs: 1, Log: lg,
-				NewLane: func() (Lane, error) { return proxy.NewLane() }})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer p.Close()
+			p := testPool(b, proxy, lg)
 			s, inst := <-p.ready, p.current()
 			defer func() { p.ready <- s }()
 			if drawn == "full size" {
@@ -180,7 +152,7 @@ func BenchmarkDrawScale(b *testing.B) {
 				if err := tab.Navigate(site.URL("index.html")); err != nil {
 					b.Fatal(err)
 				}
-				if err := Evaluate(tab.Page(), `async () => { if (document.readyState !== 'complete') await new Promise(r => addEventListener('load', r, {once: true})) }`, nil); err != nil {
+				if err := Evaluate(tab.Page(), loadedJS, nil); err != nil {
 					b.Fatal(err)
 				}
 				w, h := 210/25.4, 297/25.4
@@ -191,14 +163,7 @@ func BenchmarkDrawScale(b *testing.B) {
 				var buf bytes.Buffer
 				buf.ReadFrom(r)
 			}
-			job()
-			cpu0 := ProcessTreeCPU(inst.proc.PID())
-			for b.Loop() {
-				job()
-			}
-			time.Sleep(200 * time.Millisecond) // the browser's own work after the last call
-			cpu := ProcessTreeCPU(inst.proc.PID()) - cpu0
-			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "browser-ms/op")
+			reportBrowserCPU(b, inst, job)
 		})
 	}
 }
