@@ -287,8 +287,8 @@ func (p *Pool) renew(ctx context.Context, s *slot, inst *instance) error {
 		return fmt.Errorf("browser: runtime: %w", err)
 	}
 	if err := drawSmall(page.Context(ctx)); err != nil {
-		p.dispose(s, inst)
-		return fmt.Errorf("browser: viewport: %w", err)
+		// The tab works as well drawn at full size, at a cost.
+		p.cfg.Log.Warn("tab view drawn at full size", "err", err)
 	}
 	if err := goHome(page.Context(ctx), p.cfg.HomeURL); err != nil {
 		p.dispose(s, inst)
