@@ -200,6 +200,10 @@ func TestTraceEmbedded(t *testing.T) {
 		if publish.Kind.String() != "SPAN_KIND_PRODUCER" || process.Kind.String() != "SPAN_KIND_CONSUMER" {
 			t.Fatalf("publish kind %s, process kind %s", publish.Kind, process.Kind)
 		}
+		// The in-process workers export as a worker process does.
+		if publish.Service != "docrender-gateway" || process.Service != "docrender-worker" {
+			t.Fatalf("publish exported by %q, process by %q: want docrender-gateway, docrender-worker", publish.Service, process.Service)
+		}
 		if process.Attrs["docrender.request.id"] != rid || process.Attrs["docrender.job.id"] == "" || process.Attrs["messaging.system"] != "nats" {
 			t.Fatalf("process attributes %v: want the request and job IDs", process.Attrs)
 		}

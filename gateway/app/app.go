@@ -54,12 +54,17 @@ type App struct {
 	Log     *slog.Logger
 	// Metrics are this process's collectors (the in-process worker's too).
 	Metrics *metrics.Metrics
-	// Tracing is this process's tracer provider (DESIGN §7), the
-	// in-process worker's too: a no-op one unless OTEL_ settings ask.
+	// Tracing is this process's tracer provider (DESIGN §7): a no-op one
+	// unless OTEL_ settings ask.
 	Tracing *tracing.Provider
+	// workerTracing is the in-process workers' (embedded mode), exporting
+	// as docrender-worker like a worker process, on a queue connection of
+	// their own (workerQueue) whose consumer spans it makes.
+	workerTracing *tracing.Provider
 
-	nats  *server.Server
-	queue *queue.Conn
+	nats        *server.Server
+	queue       *queue.Conn
+	workerQueue *queue.Conn
 	state state.Store
 	blobs blob.Store
 	http  *http.Server
@@ -118,7 +123,15 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, newWorkers 
 		if newWorkers == nil {
 			return nil, errors.New("app: embedded mode needs in-process workers")
 		}
-		if a.Workers, err = newWorkers(ctx, cfg, a.queue, a.blobs, a.state, log.With("component", "worker")); err != nil {
+		wlog := log.With("component", "worker")
+		if a.workerTracing, err = tracing.New(ctx, cfg.Tracing, "docrender-worker", wlog); err != nil {
+			return nil, err
+		}
+		if a.workerQueue, err = queue.Connect(ctx, cfg.NATSURL, a.nats, cfg.QueueNamespace, "docrender-worker", wlog,
+			queue.WithTracing(a.workerTracing)); err != nil {
+			return nil, err
+		}
+		if a.Workers, err = newWorkers(ctx, cfg, a.workerQueue, a.blobs, a.state, wlog); err != nil {
 			return nil, err
 		}
 		ready["browser"] = a.Workers.Ready
@@ -214,6 +227,9 @@ func (a *App) Close(ctx context.Context) {
 	if a.Workers != nil {
 		a.Workers.Close()
 	}
+	if a.workerQueue != nil {
+		a.workerQueue.Close()
+	}
 	if a.queue != nil {
 		a.queue.Close()
 	}
@@ -225,8 +241,10 @@ func (a *App) Close(ctx context.Context) {
 		_ = a.state.Close()
 	}
 	// Last: the spans of everything finished above are flushed.
-	if err := a.Tracing.Shutdown(ctx); err != nil {
-		a.Log.Warn("flushing traces failed", "err", err)
+	for _, tp := range []*tracing.Provider{a.workerTracing, a.Tracing} {
+		if err := tp.Shutdown(ctx); err != nil {
+			a.Log.Warn("flushing traces failed", "err", err)
+		}
 	}
 }
 
