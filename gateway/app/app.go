@@ -65,10 +65,10 @@ type App struct {
 	nats        *server.Server
 	queue       *queue.Conn
 	workerQueue *queue.Conn
-	state state.Store
-	blobs blob.Store
-	http  *http.Server
-	ln    net.Listener
+	state       state.Store
+	blobs       blob.Store
+	http        *http.Server
+	ln          net.Listener
 	// metricsHTTP serves /metrics on DOCRENDER_METRICS_ADDR when it is set.
 	metricsHTTP *http.Server
 	metricsLn   net.Listener
