@@ -168,6 +168,7 @@ func TestTraceEmbedded(t *testing.T) {
 	col := startCollector(t)
 	svc := startService(t, func(c *config.Config) {
 		c.Tracing = otelSettings(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": col.Endpoint()})
+		c.WebhookAllowHosts = []string{"127.0.0.1"}
 	})
 	if !svc.App.Tracing.Enabled() {
 		t.Fatal("tracing is off with OTEL_EXPORTER_OTLP_ENDPOINT set")
@@ -286,6 +287,49 @@ func TestTraceEmbedded(t *testing.T) {
 			t.Fatalf("%d ZIP jobs in the trace, want 1", len(zip))
 		}
 		tr.one(t, "zip", zip[0])
+	})
+
+	// A batch's webhook: queued in the batch request's trace, one consumer
+	// span per try under it (a failed try says so), and the receiver, a
+	// client's server, is not sent the trace.
+	t.Run("webhook", func(t *testing.T) {
+		recv := newHookReceiver(t, func(n int) int {
+			if n == 1 {
+				return http.StatusInternalServerError
+			}
+			return http.StatusOK
+		})
+		resp, rid := c.tracedCall("POST", "/pdf/generate-batch", jsonBody(map[string]any{"documents": docs(1, "hooked"),
+			"webhook": map[string]any{"url": recv.URL + "/hook"}, "stream": true}), "")
+		mustStatus(t, resp, http.StatusOK)
+		readAll(t, resp)
+		calls := recv.waitCalls(t, 2, time.Minute)
+		for i, call := range calls {
+			if tp := call.Header.Get("traceparent"); tp != "" {
+				t.Errorf("try %d sent the receiver traceparent %q", i+1, tp)
+			}
+		}
+		tr, _ := waitTraceUntil(t, col, "POST /pdf/generate-batch", rid, "two webhook tries", func(tr traces) bool {
+			return len(tr.named("deliver webhook")) == 2
+		})
+		pub := tr.named("publish webhook")
+		if len(pub) != 1 || pub[0].Kind.String() != "SPAN_KIND_PRODUCER" || pub[0].Attrs["docrender.webhook.event"] != "batch.completed" {
+			t.Fatalf("publish webhook spans %+v: want one producer span of batch.completed", pub)
+		}
+		var outcomes []string
+		for _, d := range tr.named("deliver webhook") {
+			if d.ParentID != pub[0].SpanID || d.Kind.String() != "SPAN_KIND_CONSUMER" || d.Service != "docrender-worker" {
+				t.Errorf("deliver span %+v: want a worker's consumer span under the publish", d)
+			}
+			if strings.Contains(fmt.Sprint(d.Attrs), "/hook") {
+				t.Errorf("deliver span attributes %v name the receiver's URL", d.Attrs)
+			}
+			outcomes = append(outcomes, d.Attrs["docrender.attempt"]+":"+d.Attrs["error.type"])
+		}
+		slices.Sort(outcomes)
+		if want := []string{"1:retry", "2:"}; !slices.Equal(outcomes, want) {
+			t.Errorf("tries %v, want %v", outcomes, want)
+		}
 	})
 
 	t.Run("merge", func(t *testing.T) {

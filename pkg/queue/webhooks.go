@@ -10,6 +10,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/docrender/docrender/pkg/tracing"
 	"github.com/docrender/docrender/proto/jobspb"
 )
 
@@ -88,13 +93,18 @@ func (c *Conn) setupWebhooks(ctx context.Context, st Streams) error {
 
 // PublishWebhook queues a delivery. Its delivery ID deduplicates: queuing
 // the same notification twice (a retried batch step) delivers it once.
-func (c *Conn) PublishWebhook(ctx context.Context, d *jobspb.WebhookDelivery) error {
+// Traced, it is a producer span under ctx's (the batch step that finished).
+func (c *Conn) PublishWebhook(ctx context.Context, d *jobspb.WebhookDelivery) (err error) {
+	ctx, span := c.tracer.Start(ctx, "publish webhook", trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(c.webhookAttributes(d, semconv.MessagingOperationTypeSend)...))
+	defer func() { tracing.End(span, err) }()
 	data, err := proto.Marshal(d)
 	if err != nil {
 		return fmt.Errorf("queue: marshal webhook: %w", err)
 	}
 	msg := &nats.Msg{Subject: c.n.WebhookSubject, Data: data, Header: nats.Header{}}
 	msg.Header.Set(jetstream.MsgIDHeader, d.DeliveryId)
+	InjectTrace(ctx, msg.Header)
 	if _, err := c.js.PublishMsg(ctx, msg); err != nil {
 		return fmt.Errorf("queue: publish webhook: %w", err)
 	}
@@ -131,7 +141,13 @@ func (c *Conn) deliver(msg jetstream.Msg, h WebhookHandler) {
 		attempt = int(md.NumDelivered)
 	}
 	log := c.log.With("delivery_id", d.DeliveryId, "batch_id", d.BatchId, "event", d.Event, "attempt", attempt)
-	err := containedDelivery(h, d, attempt)
+	// One consumer span per try, a child of the span that queued it. The
+	// receiver is not sent our trace context: it is a client's server.
+	ctx, span := c.tracer.Start(ExtractTrace(context.Background(), msg.Headers()), "deliver webhook",
+		trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithAttributes(append(c.webhookAttributes(d, semconv.MessagingOperationTypeProcess), attribute.Int("docrender.attempt", attempt))...))
+	defer span.End()
+	err := containedDelivery(ctx, h, d, attempt)
 	switch {
 	case err == nil:
 		log.Info("webhook delivered")
@@ -139,25 +155,40 @@ func (c *Conn) deliver(msg jetstream.Msg, h WebhookHandler) {
 			log.Warn("webhook ack failed", "err", err)
 		}
 	case errors.Is(err, ErrPermanent):
+		tracing.Fail(span, "permanent")
 		log.Warn("webhook dropped", "err", err)
 		_ = msg.Term()
 	case attempt >= WebhookMaxDeliver:
+		tracing.Fail(span, "failed")
 		log.Error("webhook failed on its last try", "err", err)
 		_ = msg.Term()
 	default:
+		tracing.Fail(span, "retry")
 		delay := WebhookRetryDelay(attempt)
 		log.Warn("webhook failed, will retry", "err", err, "retry_in", delay.String())
 		_ = msg.NakWithDelay(delay)
 	}
 }
 
+// webhookAttributes are a delivery's span attributes: IDs and the event,
+// never its URL (it may carry a secret) or payload.
+func (c *Conn) webhookAttributes(d *jobspb.WebhookDelivery, op attribute.KeyValue) []attribute.KeyValue {
+	return []attribute.KeyValue{
+		semconv.MessagingSystemKey.String("nats"), op,
+		semconv.MessagingDestinationNameKey.String(c.n.WebhookSubject),
+		semconv.MessagingMessageIDKey.String(d.DeliveryId),
+		attribute.String("docrender.batch.id", d.BatchId),
+		attribute.String("docrender.webhook.event", d.Event),
+	}
+}
+
 // containedDelivery runs h, turning a panic into a permanent failure: the
 // process goes on, and a delivery that panics once would panic again.
-func containedDelivery(h WebhookHandler, d *jobspb.WebhookDelivery, attempt int) (err error) {
+func containedDelivery(ctx context.Context, h WebhookHandler, d *jobspb.WebhookDelivery, attempt int) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: %w: %v", ErrPermanent, ErrPanicked, r)
 		}
 	}()
-	return h(context.Background(), d, attempt)
+	return h(ctx, d, attempt)
 }
