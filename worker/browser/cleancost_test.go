@@ -15,7 +15,7 @@ import (
 //
 //	go test -run '^$' -bench Cleaning -benchtime 90x ./worker/browser/
 func BenchmarkCleaning(b *testing.B) {
-	proxy, lg := testProxy(b)
+	proxy, lg, _ := testProxy(b)
 	page := []byte(`<p id=x>hi</p><script>document.getElementById('x').textContent = new Date().toISOString()</script>`)
 	for _, after := range []string{"nothing", "clean", "home"} {
 		b.Run("then "+after, func(b *testing.B) {

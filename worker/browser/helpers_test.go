@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,20 +15,40 @@ import (
 // loadedJS waits for the page's load event.
 const loadedJS = `async () => { if (document.readyState !== 'complete') await new Promise(r => addEventListener('load', r, {once: true})) }`
 
+// logBuffer keeps what a logger wrote, for a test to read.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 // testProxy starts an egress proxy for this package's tests, or skips
-// without a Chromium.
-func testProxy(tb testing.TB) (*egress.Proxy, *slog.Logger) {
+// without a Chromium; the logger it returns, for the pool too, writes to
+// logs.
+func testProxy(tb testing.TB) (proxy *egress.Proxy, lg *slog.Logger, logs *logBuffer) {
 	tb.Helper()
 	if _, err := FindChromium(""); err != nil {
 		tb.Skip(err)
 	}
-	lg := slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))
+	logs = &logBuffer{}
+	lg = slog.New(slog.NewTextHandler(logs, nil))
 	proxy, err := egress.Start(netguard.New(nil), lg)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { proxy.Close() })
-	return proxy, lg
+	return proxy, lg, logs
 }
 
 // testPool starts a pool of one tab, a browser of its own, on proxy; it

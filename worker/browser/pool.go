@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/go-rod/rod"
+	"github.com/go-rod/rod/lib/devices"
 	"github.com/go-rod/rod/lib/proto"
 )
 
@@ -208,7 +209,7 @@ func (p *Pool) launch(gen int64) (*instance, error) {
 		}
 		return nil, err
 	}
-	b := rod.New().ControlURL(ws)
+	b := rod.New().ControlURL(ws).DefaultDevice(tabDevice())
 	if err := b.Connect(); err != nil {
 		proc.Kill()
 		proc.Cleanup()
@@ -297,6 +298,13 @@ func (p *Pool) renew(ctx context.Context, s *slot, inst *instance) error {
 	return nil
 }
 
+// tabDevice is what every tab emulates, from its creation (rod applies a
+// browser's default device to each page it attaches) to every reset after
+// a job that changed it (Pool.resetEmulation): a 1280×800 landscape screen
+// at devicePixelRatio 1, rod's laptop's user agent and Accept-Language.
+// Named here, not left to rod's default, so the three agree.
+func tabDevice() devices.Device { return devices.LaptopWithMDPIScreen.Landscape() }
+
 // drawScale is the scale a tab's view is drawn at: a PDF service never
 // shows it, and drawing a visible tab's 1280x800 view (raster and
 // composite, on the CPU without a GPU) is about a third of Chromium's CPU
@@ -305,19 +313,14 @@ func (p *Pool) renew(ctx context.Context, s *slot, inst *instance) error {
 // need; a view drawn at this scale is a few pixels.
 const drawScale = 0.01
 
-// drawSmall keeps the tab's view as the page sees it (the same size in
-// CSS pixels, the same devicePixelRatio, visible, every frame run) and only
-// draws it at drawScale. Printing does not use the view.
+// drawSmall keeps the tab's device metrics (tabDevice: what the page sees
+// of its window and screen) and only draws the view at drawScale. Printing
+// does not use the view.
 func drawSmall(page *rod.Page) error {
-	var size struct{ W, H int }
-	if err := Evaluate(page, `() => ({W: innerWidth, H: innerHeight})`, &size); err != nil {
-		return err
-	}
-	if size.W <= 0 || size.H <= 0 {
-		return fmt.Errorf("view is %dx%d", size.W, size.H)
-	}
+	m := tabDevice().MetricsEmulation()
 	scale := drawScale
-	return proto.EmulationSetDeviceMetricsOverride{Width: size.W, Height: size.H, Scale: &scale}.Call(page)
+	m.Scale = &scale
+	return m.Call(page)
 }
 
 // goHome turns scripts off and loads the home page.
@@ -483,7 +486,8 @@ func (p *Pool) checkHome(s *slot) error {
 }
 
 // resetEmulation gives the next job the print media type, no extra
-// headers and the browser's own user agent, whatever a job changed.
+// headers and the tab's user agent and language (tabDevice), whatever a
+// job changed: every job starts from the same tab.
 func (p *Pool) resetEmulation(s *slot) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -495,13 +499,7 @@ func (p *Pool) resetEmulation(s *slot) error {
 	if err := (proto.NetworkSetExtraHTTPHeaders{Headers: proto.NetworkHeaders{}}).Call(page); err != nil {
 		return fmt.Errorf("reset headers: %w", err)
 	}
-	// The browser's version answer keeps its own user agent, whatever
-	// override a tab has.
-	v, err := proto.BrowserGetVersion{}.Call(page)
-	if err != nil {
-		return fmt.Errorf("reset user agent: %w", err)
-	}
-	if err := (proto.EmulationSetUserAgentOverride{UserAgent: v.UserAgent}).Call(page); err != nil {
+	if err := tabDevice().UserAgentEmulation().Call(page); err != nil {
 		return fmt.Errorf("reset user agent: %w", err)
 	}
 	s.emulated = false

@@ -70,7 +70,9 @@ func (t *Tab) Override(o Overrides) error {
 		}
 	}
 	if o.UserAgent != "" {
-		if err := (proto.EmulationSetUserAgentOverride{UserAgent: o.UserAgent}).Call(page); err != nil {
+		// The tab's language stays: only the agent is the job's.
+		ua := proto.EmulationSetUserAgentOverride{UserAgent: o.UserAgent, AcceptLanguage: tabDevice().AcceptLanguage}
+		if err := ua.Call(page); err != nil {
 			return fmt.Errorf("user agent: %w", err)
 		}
 	}
