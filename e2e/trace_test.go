@@ -312,7 +312,14 @@ func TestTraceEmbedded(t *testing.T) {
 		tr, _ := waitTraceUntil(t, col, "POST /pdf/generate-batch", rid, "two webhook tries", func(tr traces) bool {
 			return len(tr.named("deliver webhook")) == 2
 		})
-		pub := tr.named("publish webhook")
+		// A redelivered batch step queues the notification again: the
+		// stream drops that copy, and its span says so.
+		var pub traces
+		for _, p := range tr.named("publish webhook") {
+			if p.Attrs["docrender.duplicate"] != "true" {
+				pub = append(pub, p)
+			}
+		}
 		if len(pub) != 1 || pub[0].Kind.String() != "SPAN_KIND_PRODUCER" || pub[0].Attrs["docrender.webhook.event"] != "batch.completed" {
 			t.Fatalf("publish webhook spans %+v: want one producer span of batch.completed", pub)
 		}

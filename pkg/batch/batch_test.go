@@ -287,6 +287,22 @@ func TestDeliverer(t *testing.T) {
 	if err := allowed.Deliver(ctx, d, 1); !errors.Is(err, queue.ErrPermanent) {
 		t.Errorf("malformed URL: %v", err)
 	}
+	// A failed try's error is logged: the URL, which may carry a token,
+	// is not in it (net/http puts it in its errors).
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	for _, u := range []string{closed.URL + "/hook?token=SECRET-TOKEN", srv.URL + "/hook?token=SECRET-TOKEN"} {
+		d.Url = u
+		for _, dl := range []*Deliverer{blocked, allowed} {
+			if err := dl.Deliver(ctx, d, 1); err != nil && strings.Contains(err.Error(), "SECRET-TOKEN") {
+				t.Errorf("%s: error names the URL: %v", u, err)
+			}
+		}
+	}
+	d.Url = "http://[::1/hook?token=SECRET-TOKEN"
+	if err := allowed.Deliver(ctx, d, 1); err == nil || strings.Contains(err.Error(), "SECRET-TOKEN") {
+		t.Errorf("malformed URL with a token: %v", err)
+	}
 }
 
 func TestCheckWebhookURL(t *testing.T) {

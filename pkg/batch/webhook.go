@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/docrender/docrender/pkg/apitime"
@@ -125,12 +126,22 @@ func NewDeliverer(policy *netguard.Policy) *Deliverer {
 	}}
 }
 
+// withoutURL is err without the URL net/http puts in it: a webhook URL may
+// carry a token (in its query, say), and the error is logged.
+func withoutURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%s: %w", ue.Op, ue.Err)
+	}
+	return err
+}
+
 // Deliver is a queue.WebhookHandler: one POST. A blocked or malformed
 // target is permanent; any other failure or a non-2xx answer is retried.
 func (d *Deliverer) Deliver(ctx context.Context, w *jobspb.WebhookDelivery, attempt int) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.Url, bytes.NewReader(w.Body))
 	if err != nil {
-		return fmt.Errorf("%w: %v", queue.ErrPermanent, err)
+		return fmt.Errorf("%w: %v", queue.ErrPermanent, withoutURL(err))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "docrender-webhook/1")
@@ -141,6 +152,7 @@ func (d *Deliverer) Deliver(ctx context.Context, w *jobspb.WebhookDelivery, atte
 	}
 	resp, err := d.client.Do(req)
 	if err != nil {
+		err = withoutURL(err)
 		if errors.Is(err, netguard.ErrBlocked) {
 			return fmt.Errorf("%w: %v", queue.ErrPermanent, err)
 		}

@@ -105,9 +105,13 @@ func (c *Conn) PublishWebhook(ctx context.Context, d *jobspb.WebhookDelivery) (e
 	msg := &nats.Msg{Subject: c.n.WebhookSubject, Data: data, Header: nats.Header{}}
 	msg.Header.Set(jetstream.MsgIDHeader, d.DeliveryId)
 	InjectTrace(ctx, msg.Header)
-	if _, err := c.js.PublishMsg(ctx, msg); err != nil {
+	ack, err := c.js.PublishMsg(ctx, msg)
+	if err != nil {
 		return fmt.Errorf("queue: publish webhook: %w", err)
 	}
+	// A batch step tried again queues its notification again, on purpose;
+	// the stream drops the copy, and the span says so: no delivery follows.
+	span.SetAttributes(attribute.Bool("docrender.duplicate", ack.Duplicate))
 	return nil
 }
 
