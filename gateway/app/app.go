@@ -240,12 +240,17 @@ func (a *App) Close(ctx context.Context) {
 	if a.state != nil {
 		_ = a.state.Close()
 	}
-	// Last: the spans of everything finished above are flushed.
+	// Last: the spans of everything finished above are flushed, by both
+	// providers at once (a collector that hangs holds ctx's time once).
+	var flush sync.WaitGroup
 	for _, tp := range []*tracing.Provider{a.workerTracing, a.Tracing} {
-		if err := tp.Shutdown(ctx); err != nil {
-			a.Log.Warn("flushing traces failed", "err", err)
-		}
+		flush.Go(func() {
+			if err := tp.Shutdown(ctx); err != nil {
+				a.Log.Warn("flushing traces failed", "err", err)
+			}
+		})
 	}
+	flush.Wait()
 }
 
 // warnBatchesThatNeverFit names each plan whose largest batch is more than

@@ -17,9 +17,9 @@ import (
 func startCluster(t *testing.T, n int) ([]*server.Server, []string) {
 	t.Helper()
 	// Cluster ports must be known up front for the routes: take free ones.
-	ports := make([]int, n)
-	for i := range ports {
-		ports[i] = freePort(t)
+	ports, err := freeport.Ports(n)
+	if err != nil {
+		t.Fatal(err)
 	}
 	var routes []string
 	for _, p := range ports {
@@ -63,15 +63,6 @@ func joinRoutes(routes []string, skip int) string {
 		out += r
 	}
 	return out
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	p, err := freeport.Ports(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p[0]
 }
 
 // On a 3-node cluster the streams get DOCRENDER_JOB_REPLICAS copies; a

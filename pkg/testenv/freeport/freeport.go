@@ -16,10 +16,18 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"sync"
 )
 
 // low is the first port handed out; below it are well-known services.
 const low = 10000
+
+// given are the ports this process handed out: a server told its port may
+// not have bound it yet when the next is chosen.
+var given = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
 
 // Ports returns n distinct loopback ports that nothing listens on now,
 // below the kernel's ephemeral range.
@@ -45,6 +53,12 @@ func pick(n, from, to int) ([]int, error) {
 			return nil, errors.New("freeport: no free loopback port found")
 		}
 		p := from + rand.IntN(to-from)
+		given.Lock()
+		taken := given.ports[p]
+		given.Unlock()
+		if taken {
+			continue
+		}
 		// Held until all are chosen, so the n ports are distinct.
 		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
 		if err != nil {
@@ -53,6 +67,11 @@ func pick(n, from, to int) ([]int, error) {
 		held = append(held, l)
 		ports = append(ports, p)
 	}
+	given.Lock()
+	for _, p := range ports {
+		given.ports[p] = true
+	}
+	given.Unlock()
 	return ports, nil
 }
 

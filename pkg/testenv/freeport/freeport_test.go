@@ -56,6 +56,24 @@ func TestPickSkipsBusyPorts(t *testing.T) {
 	}
 }
 
+// A port handed out once is not handed out again by this process, even
+// when nothing has bound it yet.
+func TestPickRemembersGivenPorts(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	first, err := pick(1, from, from+1)
+	if err != nil {
+		t.Skipf("port %d taken meanwhile: %v", from, err)
+	}
+	if again, err := pick(1, from, from+1); err == nil {
+		t.Fatalf("port %d handed out twice (%v)", first[0], again)
+	}
+}
+
 func TestAddr(t *testing.T) {
 	a, err := Addr()
 	if err != nil {
