@@ -71,27 +71,36 @@ func runRender(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *host {
-		h, err := c.GenerateHosted(ctx, req)
+	if *out == "" && replace {
+		*out = defaultOut
+	}
+	return a.deliver(*host, *out, defaultOut,
+		func() (*client.Hosted, error) { return c.GenerateHosted(ctx, req) },
+		func() (*client.Download, error) { return c.Generate(ctx, req) })
+}
+
+// deliver hosts a PDF and prints its link (host), or downloads it to out
+// (def when out is empty, refused if def exists: nothing is overwritten
+// that -o did not name).
+func (a *app) deliver(host bool, out, def string, hosted func() (*client.Hosted, error), download func() (*client.Download, error)) error {
+	if host {
+		h, err := hosted()
 		if err != nil {
 			return err
 		}
 		a.printHosted(h.URL, h.PdfID, h.ExpiresAt)
 		return nil
 	}
-	if *out == "" && replace {
-		*out = defaultOut
-	}
-	if *out == "" {
-		if err := notThere(defaultOut); err != nil {
+	if out == "" {
+		if err := notThere(def); err != nil {
 			return err
 		}
 	}
-	d, err := c.Generate(ctx, req)
+	d, err := download()
 	if err != nil {
 		return err
 	}
-	return a.save(d, *out, defaultOut)
+	return a.save(d, out, def)
 }
 
 // pdfName is the default output of rendering src: its name with .pdf, in
@@ -232,24 +241,9 @@ func runMerge(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *host {
-		h, err := c.MergeHosted(ctx, req)
-		if err != nil {
-			return err
-		}
-		a.printHosted(h.URL, h.PdfID, h.ExpiresAt)
-		return nil
-	}
-	if *out == "" {
-		if err := notThere(mergedName); err != nil {
-			return err
-		}
-	}
-	d, err := c.Merge(ctx, req)
-	if err != nil {
-		return err
-	}
-	return a.save(d, *out, mergedName)
+	return a.deliver(*host, *out, mergedName,
+		func() (*client.Hosted, error) { return c.MergeHosted(ctx, req) },
+		func() (*client.Download, error) { return c.Merge(ctx, req) })
 }
 
 // mergedName is where merge writes without -o.
