@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // canary is a loopback server that must never be reached by a rendered page.
@@ -150,20 +152,30 @@ document.getElementById('o').textContent = seen;
 		}
 	}
 	// A page that stays within its uploads leaves its tab reusable. (The
-	// first job waits for the last probe's tab to be renewed: popups.)
-	c.generatePDF(simpleHTML, nil)
-	before := svc.Worker.Pool().Fresh()
+	// probes' tabs are renewed after them, popups: that ends first.)
+	pool := svc.Worker.Pool()
+	settled := func() {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := pool.Settled(ctx); err != nil {
+			t.Fatal("tabs not back in the pool:", err)
+		}
+	}
+	settled()
+	before := pool.Fresh()
 	for range 3 {
 		c.generatePDF(simpleHTML, nil)
 	}
-	if got := svc.Worker.Pool().Fresh() - before; got != 0 {
+	settled()
+	if got := pool.Fresh() - before; got != 0 {
 		t.Errorf("%d new browser contexts for plain pages, want the tab reused", got)
 	}
 	// One that reached out elsewhere gets a fresh context afterwards.
-	before = svc.Worker.Pool().Fresh()
 	c.generatePDF(`<img src="http://192.0.2.1/x.png"><p>out</p>`, nil)
 	c.generatePDF(simpleHTML, nil)
-	if got := svc.Worker.Pool().Fresh() - before; got != 1 {
+	settled()
+	if got := pool.Fresh() - before; got != 1 {
 		t.Errorf("%d new contexts after a page reached another origin, want 1", got)
 	}
 }

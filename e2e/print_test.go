@@ -139,7 +139,7 @@ func TestPrintWaits(t *testing.T) {
 }
 
 // A wait that never comes true fails the job as a timeout naming the wait;
-// the next job on the same tab renders.
+// the next job renders.
 func TestPrintWaitTimesOut(t *testing.T) {
 	svc := startService(t, func(cfg *configT) {
 		cfg.Workers = 1

@@ -40,6 +40,13 @@ type Worker struct {
 	metrics *metrics.Metrics
 }
 
+// tabsPerSlot is how many warm tabs the pool keeps per render slot (the
+// queue runs cfg.Workers jobs at once): a tab that ran scripts is cleaned
+// after its job (a navigation and its storage cleared, browser.Pool), and
+// the next job takes a clean tab rather than wait for that; at full load
+// the wait was a quarter of a job's time (docs/benchmarks.md, session 9).
+const tabsPerSlot = 2
+
 // New starts the egress proxy and Chromium. st is the state store shared
 // with the gateways (batch progress); nil disables batch jobs.
 func New(ctx context.Context, cfg config.Config, q *queue.Conn, blobs blob.Store, st state.Store, log *slog.Logger) (*Worker, error) {
@@ -47,7 +54,7 @@ func New(ctx context.Context, cfg config.Config, q *queue.Conn, blobs blob.Store
 	if err != nil {
 		return nil, fmt.Errorf("worker: egress proxy: %w", err)
 	}
-	pool, err := browser.Start(ctx, browser.Config{Bin: cfg.ChromiumPath, Proxy: proxy.Addr(), HomeURL: egress.HomeURL, Tabs: cfg.Workers, Log: log,
+	pool, err := browser.Start(ctx, browser.Config{Bin: cfg.ChromiumPath, Proxy: proxy.Addr(), HomeURL: egress.HomeURL, Tabs: tabsPerSlot * cfg.Workers, Log: log,
 		NoSandbox: cfg.ChromiumNoSandbox, User: cfg.ChromiumUser,
 		NewLane: func() (browser.Lane, error) { return proxy.NewLane() }})
 	if err != nil {

@@ -255,7 +255,14 @@ func chromiumArgs(proxy string, sandbox bool) []string {
 		"--disable-prompt-on-repost",
 		"--disable-renderer-backgrounding",
 		"--disable-sync",
-		"--disable-features=site-per-process,TranslateUI",
+		// RenderDocument gives every new document a new frame host, in the
+		// browser and the renderer: half of Chromium's CPU per navigation
+		// (a job's and the park's after it; docs/benchmarks.md, session 9).
+		// Without it a tab's frame is reused across its documents, as
+		// Chromium long did. The jobs of a tab share its renderer process
+		// either way, and what a job can leave in the tab is cleaned either
+		// way (Pool.clean; e2e TestCleanedTabsKeepNoState).
+		"--disable-features=site-per-process,TranslateUI,RenderDocument",
 		"--disable-site-isolation-trials",
 		"--enable-features=NetworkService,NetworkServiceInProcess",
 		"--enable-automation",

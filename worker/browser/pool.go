@@ -1,5 +1,5 @@
 // Package browser runs one Chromium per worker process and hands out warm
-// tabs, one per concurrent job, each in a browser context of its own.
+// tabs, one or more per concurrent job, each in a browser context of its own.
 //
 // Isolation without paying for a new renderer process, or even a new
 // document, per job: a tab waits on a blank home page with scripts off. A
@@ -59,7 +59,8 @@ type Config struct {
 	Proxy string
 	// NewLane opens a tab's lane.
 	NewLane func() (Lane, error)
-	// Tabs is the number of warm tabs, one per concurrent job.
+	// Tabs is the number of warm tabs: one per concurrent job at least;
+	// more keep a tab's cleaning after its job off the next job's way.
 	Tabs int
 	// HomeURL is the blank page tabs wait on; Tab.Open writes documents
 	// into it. It must be served through the proxy.
@@ -252,6 +253,20 @@ func (p *Pool) Fresh() int64 { return p.fresh.Load() }
 // Opened counts the documents written with Tab.Open (tests read it to see
 // which way a page was loaded).
 func (p *Pool) Opened() int64 { return p.opened.Load() }
+
+// Settled waits until every tab is back in the pool: its job done and the
+// tab cleaned, or renewed when it could not be. Tabs are readied after the
+// job's answer, so tests wait here before reading Fresh.
+func (p *Pool) Settled(ctx context.Context) error {
+	for len(p.ready) < len(p.slots) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return nil
+}
 
 // renew gives s a fresh browser context and tab on inst.
 func (p *Pool) renew(ctx context.Context, s *slot, inst *instance) error {

@@ -5,6 +5,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -20,6 +21,8 @@ import (
 	"github.com/go-rod/rod/lib/proto"
 
 	"github.com/docrender/docrender/bench/internal/benchapi"
+	"github.com/docrender/docrender/e2e/harness"
+	"github.com/docrender/docrender/pkg/config"
 	"github.com/docrender/docrender/worker/browser"
 )
 
@@ -62,7 +65,18 @@ func run(levels string, dur time.Duration, rounds int, name, html string, tagged
 		cs = append(cs, c)
 		maxC = max(maxC, c)
 	}
-	hs, cfg, stop, err := benchapi.Embedded(nil)
+	// Every goroutine started below inherits its side's profiler label, so
+	// a -cpuprofile tells the service's Go side from the bare loops' rod
+	// (go tool pprof -tagfocus side=service).
+	var (
+		hs   *harness.Service
+		cfg  config.Config
+		stop func()
+		err  error
+	)
+	pprof.Do(context.Background(), pprof.Labels("side", "service"), func(context.Context) {
+		hs, cfg, stop, err = benchapi.Embedded(nil)
+	})
 	if err != nil {
 		return err
 	}
@@ -77,7 +91,14 @@ func run(levels string, dur time.Duration, rounds int, name, html string, tagged
 	if err != nil {
 		return err
 	}
-	pages, barePID, closeBare, err := bareBrowser(bin, maxC)
+	var (
+		pages     []*rod.Page
+		barePID   int
+		closeBare func()
+	)
+	pprof.Do(context.Background(), pprof.Labels("side", "bare"), func(context.Context) {
+		pages, barePID, closeBare, err = bareBrowser(bin, maxC)
+	})
 	if err != nil {
 		return err
 	}
