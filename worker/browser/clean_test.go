@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/go-rod/rod/lib/proto"
 
 	"github.com/docrender/docrender/worker/browser"
 	"github.com/docrender/docrender/worker/egress"
@@ -101,5 +104,56 @@ func TestWrittenJobAfterScriptedJob(t *testing.T) {
 	}
 	if p.Fresh() != fresh {
 		t.Errorf("%d contexts renewed, want the tab cleaned and reused", p.Fresh()-fresh)
+	}
+}
+
+// A job that listens to its tab's events from its start hears none of the
+// job before it, not even of one that flooded the console as it ended (the
+// render report relies on it: package render). The pool's fence makes sure
+// of it; so far, the cleaning's own round trips, answered after the flood
+// on the same connection, would have been enough.
+func TestFenceHandsOutNoPastEvents(t *testing.T) {
+	var log bytes.Buffer
+	p, err := startPool(t, browser.Config{Tabs: 1}, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	flood := `<p>flood</p><script>
+addEventListener('load', () => { const s = 'x'.repeat(4000); for (let i = 0; i < 3000; i++) console.error('PAST ' + i + s) })
+</script>`
+	for round := range 2 {
+		err := p.Tab(ctx, func(tab *browser.Tab) error {
+			site, done := tab.Lane().(*egress.Lane).Serve(egress.Bundle{"index.html": []byte(flood)}, false)
+			defer done()
+			if err := tab.Navigate(site.URL("index.html")); err != nil {
+				return err
+			}
+			return browser.Evaluate(tab.Page(), `() => new Promise(r => document.readyState === 'complete' ? r() : addEventListener('load', () => setTimeout(r)))`, nil)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var heard atomic.Int64
+		var first atomic.Value
+		err = p.Tab(ctx, func(tab *browser.Tab) error {
+			lctx, stop := context.WithCancel(ctx)
+			defer stop()
+			wait := tab.Page().Context(lctx).EachEvent(func(e *proto.RuntimeConsoleAPICalled) {
+				if heard.Add(1) == 1 && len(e.Args) > 0 {
+					first.Store(e.Args[0].Value.String()[:min(20, len(e.Args[0].Value.String()))])
+				}
+			})
+			go wait()
+			time.Sleep(300 * time.Millisecond)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := heard.Load(); n != 0 {
+			t.Fatalf("round %d: the next job heard %d console messages of the one before (first: %v)", round, n, first.Load())
+		}
 	}
 }

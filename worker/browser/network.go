@@ -9,7 +9,12 @@ import (
 	"github.com/go-rod/rod/lib/proto"
 )
 
-// tracker follows a tab's requests from its network events.
+// settledPrefix starts the console marks the tracker listens for (Tab.Open,
+// fence).
+const settledPrefix = "docrender-settled-"
+
+// tracker follows a tab's requests from its network events, and the marks
+// written to its console.
 type tracker struct {
 	mu       sync.Mutex
 	inflight map[proto.NetworkRequestID]struct{}
@@ -35,7 +40,7 @@ func track(page *rod.Page) *tracker {
 		t.update(func() { delete(t.inflight, e.RequestID) })
 	}, func(e *proto.RuntimeConsoleAPICalled) {
 		if len(e.Args) == 1 {
-			if s := e.Args[0].Value.String(); strings.HasPrefix(s, "docrender-settled-") {
+			if s := e.Args[0].Value.String(); strings.HasPrefix(s, settledPrefix) {
 				t.update(func() { t.mark = s })
 			}
 		}
@@ -60,6 +65,23 @@ func (t *tracker) startedCount() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.started
+}
+
+// waitMark waits until the tracker has seen mark.
+func (t *tracker) waitMark(ctx context.Context, mark string) error {
+	for {
+		t.mu.Lock()
+		done, changed := t.mark == mark, t.changed
+		t.mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-changed:
+		}
+	}
 }
 
 // waitIdle waits until the tracker has seen mark and no request is in flight.

@@ -22,12 +22,14 @@ package browser
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -310,6 +312,36 @@ func (p *Pool) renew(ctx context.Context, s *slot, inst *instance) error {
 		p.dispose(s, inst)
 		return fmt.Errorf("browser: home: %w", err)
 	}
+	if err := fence(ctx, s); err != nil {
+		p.dispose(s, inst)
+		return fmt.Errorf("browser: %w", err)
+	}
+	return nil
+}
+
+// fence writes a mark to the tab's console and waits until the tab's own
+// listener has heard it. Events reach rod's subscribers in order, each
+// handed to all of them before a new one joins (github.com/ysmood/goob):
+// once the mark is heard, every event of the tab's past has been handed
+// out, and a subscription made after it hears only what happens after it.
+// So a job that listens to its tab from its start hears only its own
+// (the render report, package render), at no cost on the job's way. The
+// tab is home or parked: no page script runs there to silence the
+// console.
+func fence(ctx context.Context, s *slot) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	mark := settledPrefix + rand.Text()
+	res, err := proto.RuntimeEvaluate{Expression: "console.debug(" + strconv.Quote(mark) + ")"}.Call(s.page.Context(ctx))
+	if err == nil && res.ExceptionDetails != nil {
+		err = errors.New(res.ExceptionDetails.Text)
+	}
+	if err == nil {
+		err = s.net.waitMark(ctx, mark)
+	}
+	if err != nil {
+		return fmt.Errorf("fence: %w", err)
+	}
 	return nil
 }
 
@@ -465,6 +497,9 @@ func (p *Pool) release(s *slot, clean bool) {
 		}
 		if err == nil && s.emulated {
 			err = p.resetEmulation(s)
+		}
+		if err == nil {
+			err = fence(context.Background(), s)
 		}
 		if err == nil {
 			return

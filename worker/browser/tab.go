@@ -13,9 +13,12 @@ import (
 	"github.com/ysmood/gson"
 )
 
-// Tab is a warm tab lent to one job. It starts on the home page with
-// scripts off; the job either writes a document without scripts into it
-// (Open) or navigates to one that runs scripts (Navigate).
+// Tab is a warm tab lent to one job. It starts on the home page (or
+// parked, see Pool.clean) with scripts off; the job either writes a
+// document without scripts into it (Open) or navigates to one that runs
+// scripts (Navigate). Every event of the tab's earlier jobs has been handed
+// out before the job gets it (fence): what the job subscribes to hears the
+// job only.
 type Tab struct {
 	p   *Pool
 	s   *slot
@@ -129,7 +132,7 @@ func (t *Tab) Open(url, html, fn string, out any, args ...any) error {
 	}
 	net.reset()
 	started := net.startedCount()
-	mark := "docrender-settled-" + rand.Text()
+	mark := settledPrefix + rand.Text()
 	open := `async (url, html, mark, ...args) => {
 	history.replaceState(null, '', url);
 	document.open();
@@ -152,7 +155,7 @@ func (t *Tab) Open(url, html, fn string, out any, args ...any) error {
 			return nil
 		}
 		started = net.startedCount()
-		mark = "docrender-settled-" + rand.Text()
+		mark = settledPrefix + rand.Text()
 		if err := Evaluate(page, settleJS, nil, mark); err != nil {
 			return fmt.Errorf("settle: %w", err)
 		}

@@ -112,10 +112,7 @@ func (r *Renderer) Render(ctx context.Context, b egress.Bundle, rj *jobspb.Rende
 		site, unserve := lane.Serve(b, static)
 		defer unserve()
 		p := t.Page()
-		c, err := startCollector(ctx, p, site)
-		if err != nil {
-			return fmt.Errorf("%w: report: %v", ErrPage, err)
-		}
+		c := startCollector(ctx, p, site)
 		defer c.close()
 		if pr.GetMediaScreen() {
 			// Before loading: what loads may depend on the media type.

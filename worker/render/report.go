@@ -35,9 +35,8 @@ const markPrefix = "docrender-report-"
 
 // writeMark writes mark to the console. After a page's scripts ran, from a
 // world of its own, where they cannot silence it by replacing
-// console.debug; before (the start mark, a written page) the page's world
-// is ours, and creating a world, a V8 context, is a cost per job. It works
-// with scripts off.
+// console.debug; on a written page the page's world is ours, and creating
+// a world, a V8 context, is a cost per job. It works with scripts off.
 func writeMark(page *rod.Page, mark string, scriptsRan bool) error {
 	var world proto.RuntimeExecutionContextID
 	if scriptsRan {
@@ -61,22 +60,24 @@ func writeMark(page *rod.Page, mark string, scriptsRan bool) error {
 // page's failed requests and console errors, and (from the site's lane)
 // what the egress rules refused it.
 //
-// Tabs are reused, so it must not hear anything of an earlier job. A
-// session's events come in the order they happened, so it ignores every
-// event before its start mark, written to the console before the page is
-// opened, and every request that started before the mark (an earlier
-// page's load still in flight fails when this job's page replaces it).
-// The end mark, written after printing, follows everything the page did
-// before it: once it arrives the report is complete.
+// Tabs are reused, so it must not hear anything of an earlier job: the
+// pool hands a tab out only once every event of its past has been handed
+// to rod's subscribers (browser.Tab), so a collector subscribed at the
+// job's start hears the job's events only, and ignores the outcome of any
+// request whose start it did not hear. A session's events come in the
+// order they happened: the end mark, written after printing, follows
+// everything the page did before it, and once it arrives the report is
+// complete.
 type collector struct {
-	page       *rod.Page
-	site       egress.Site
-	start, end string
-	stop       context.CancelFunc
-	done       chan struct{}
-	ended      chan struct{}
+	page  *rod.Page
+	site  egress.Site
+	end   string
+	stop  context.CancelFunc
+	done  chan struct{}
+	ended chan struct{}
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// started is true until the end mark arrives.
 	started  bool
 	requests map[proto.NetworkRequestID]string
 	failed   []*jobspb.FailedRequest
@@ -92,24 +93,19 @@ type collector struct {
 }
 
 // startCollector starts listening to page's events for the job served at
-// site, and writes the start mark. The tab must not have run the job's
-// page yet: it is home or parked, scripts off (browser.Pool).
-func startCollector(ctx context.Context, page *rod.Page, site egress.Site) (*collector, error) {
+// site. The tab must not have run the job's page yet: it is as the pool
+// lent it (browser.Tab).
+func startCollector(ctx context.Context, page *rod.Page, site egress.Site) *collector {
 	ctx, stop := context.WithCancel(ctx)
-	c := &collector{page: page, site: site, start: markPrefix + rand.Text(), end: markPrefix + rand.Text(),
+	c := &collector{page: page, site: site, end: markPrefix + rand.Text(), started: true,
 		stop: stop, done: make(chan struct{}), ended: make(chan struct{}),
 		requests: map[proto.NetworkRequestID]string{}, tunnels: map[egress.Refusal]string{}}
-	// Subscribed here, before the mark is written: nothing after it is missed.
 	wait := page.Context(ctx).EachEvent(c.onConsole, c.onException, c.onRequest, c.onResponse, c.onFinished, c.onFailed)
 	go func() {
 		defer close(c.done)
 		wait()
 	}()
-	if err := writeMark(page, c.start, false); err != nil {
-		c.close()
-		return nil, err
-	}
-	return c, nil
+	return c
 }
 
 // close stops listening; the lists stay as they are.
@@ -138,10 +134,7 @@ func (c *collector) onConsole(e *proto.RuntimeConsoleAPICalled) {
 	if mark, ok := markOf(e); ok {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		switch {
-		case mark == c.start:
-			c.started = true
-		case mark == c.end && c.started:
+		if mark == c.end && c.started {
 			c.started = false
 			close(c.ended)
 		}
