@@ -2,10 +2,11 @@ package render
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -106,14 +107,46 @@ func printOnce(p *rod.Page, req printParams) ([]byte, error) {
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return nil, err
 	}
-	s := rod.NewStreamReader(p, res.Stream)
 	// The browser keeps a stream until it is closed.
-	defer s.Close()
-	pdf, err := io.ReadAll(s)
+	defer proto.IOClose{Handle: res.Stream}.Call(p)
+	pdf, err := readStream(p, res.Stream)
 	if err != nil {
 		return nil, fmt.Errorf("read pdf: %w", err)
 	}
 	return pdf, nil
+}
+
+// streamChunk is how much of a stream one IO.read asks for: a few MiB of
+// base64 make one CDP message of a size rod and Chromium handle well.
+const streamChunk = 4 << 20
+
+// readStream reads a browser stream to its end, a chunk of up to
+// streamChunk per IO.read. rod's StreamReader calls IO.read on every Read
+// of its caller (io.ReadAll makes a dozen for a small PDF, each a round
+// trip and JSON both ways).
+func readStream(p *rod.Page, h proto.IOStreamHandle) ([]byte, error) {
+	var out []byte
+	size := streamChunk
+	for {
+		res, err := proto.IORead{Handle: h, Size: &size}.Call(p)
+		if err != nil {
+			return nil, err
+		}
+		if !res.Base64Encoded {
+			out = append(out, res.Data...)
+		} else {
+			n := len(out)
+			out = slices.Grow(out, base64.StdEncoding.DecodedLen(len(res.Data)))[:n+base64.StdEncoding.DecodedLen(len(res.Data))]
+			m, err := base64.StdEncoding.Decode(out[n:], []byte(res.Data))
+			if err != nil {
+				return nil, fmt.Errorf("stream chunk: %w", err)
+			}
+			out = out[:n+m]
+		}
+		if res.EOF {
+			return out, nil
+		}
+	}
 }
 
 // beyondDocument is the *InputError of ranges beyond the document, with
