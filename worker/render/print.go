@@ -109,7 +109,7 @@ func printOnce(p *rod.Page, req printParams) ([]byte, error) {
 	}
 	// The browser keeps a stream until it is closed.
 	defer proto.IOClose{Handle: res.Stream}.Call(p)
-	pdf, err := readStream(p, res.Stream)
+	pdf, err := readStream(p, res.Stream, streamChunk)
 	if err != nil {
 		return nil, fmt.Errorf("read pdf: %w", err)
 	}
@@ -120,13 +120,12 @@ func printOnce(p *rod.Page, req printParams) ([]byte, error) {
 // base64 make one CDP message of a size rod and Chromium handle well.
 const streamChunk = 4 << 20
 
-// readStream reads a browser stream to its end, a chunk of up to
-// streamChunk per IO.read. rod's StreamReader calls IO.read on every Read
-// of its caller (io.ReadAll makes a dozen for a small PDF, each a round
-// trip and JSON both ways).
-func readStream(p *rod.Page, h proto.IOStreamHandle) ([]byte, error) {
+// readStream reads a browser stream to its end, a chunk of up to size
+// bytes per IO.read. rod's StreamReader calls IO.read on every Read of its
+// caller (io.ReadAll makes a dozen for a small PDF, each a round trip and
+// JSON both ways).
+func readStream(p *rod.Page, h proto.IOStreamHandle, size int) ([]byte, error) {
 	var out []byte
-	size := streamChunk
 	for {
 		res, err := proto.IORead{Handle: h, Size: &size}.Call(p)
 		if err != nil {

@@ -20,8 +20,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-rod/rod/lib/proto"
+
 	"github.com/docrender/docrender/proto/jobspb"
+	"github.com/docrender/docrender/worker/browser"
 	"github.com/docrender/docrender/worker/egress"
+	"github.com/docrender/docrender/worker/pdfedit"
 )
 
 // The print options of DESIGN §6, each checked in the PDF by poppler or
@@ -550,5 +554,52 @@ func TestExpressionRunsOnTheJobsOrigin(t *testing.T) {
 		if got := pageText(t, pdf, 1); !strings.Contains(got, "STATIC") {
 			t.Errorf("%v: text %q", tc.pr, got)
 		}
+	}
+}
+
+// TestReadStreamInChunks: a PDF read in many small chunks is the one read
+// in one (the chunk a job reads with is 4 MiB: most PDFs fit one).
+func TestReadStreamInChunks(t *testing.T) {
+	r := testRenderer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := r.Pool.Tab(ctx, func(tab *browser.Tab) error {
+		if err := tab.Open(egress.HomeURL+"x/index.html", "<h1>chunks</h1>"+strings.Repeat("<p>a line of text</p>", 400), `() => 0`, nil); err != nil {
+			return err
+		}
+		read := func(size int) []byte {
+			t.Helper()
+			raw, err := tab.Page().Call(ctx, string(tab.Page().SessionID), "Page.printToPDF", printParams{PaperWidth: 8.27, PaperHeight: 11.69, Scale: 1,
+				TransferMode: proto.PagePrintToPDFTransferModeReturnAsStream})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var res proto.PagePrintToPDFResult
+			if err := json.Unmarshal(raw, &res); err != nil {
+				t.Fatal(err)
+			}
+			defer proto.IOClose{Handle: res.Stream}.Call(tab.Page())
+			pdf, err := readStream(tab.Page(), res.Stream, size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return pdf
+		}
+		whole, chunked := read(streamChunk), read(1000)
+		if len(whole) < 10000 || !bytes.HasPrefix(whole, []byte("%PDF-")) || !bytes.Contains(whole[len(whole)-32:], []byte("%%EOF")) {
+			t.Fatalf("not a whole PDF: %d bytes, %q…", len(whole), whole[:min(len(whole), 8)])
+		}
+		// Two prints of one page differ only in their dates and IDs.
+		if len(chunked) != len(whole) {
+			t.Errorf("read in 1000-byte chunks: %d bytes, in one: %d", len(chunked), len(whole))
+		}
+		n, err := pdfedit.PageCount(ctx, chunked)
+		if want, _ := pdfedit.PageCount(ctx, whole); err != nil || n != want || n < 2 {
+			t.Errorf("chunked PDF: %d pages (%v), the whole one %d", n, err, want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
