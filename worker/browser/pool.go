@@ -99,8 +99,8 @@ type slot struct {
 	stale bool
 	// scripted means the tab left home with scripts on and needs cleaning.
 	scripted bool
-	// parked means the tab waits on about:blank with scripts off (after
-	// a scripted job) rather than on the home page: a written job takes
+	// parked means the tab waits on about:blank (after a scripted job),
+	// scripts on again, rather than on the home page: a written job takes
 	// it home first (Tab.Open), a scripted one navigates from there.
 	parked bool
 	// emulated means the job changed the tab's emulation or requests
@@ -376,7 +376,8 @@ func goHome(page *rod.Page, home string) error {
 }
 
 // parkURL is where a tab waits after a scripted job: a document with no
-// origin of a job's, made without a request.
+// origin of a job's, made without a request, and no script, though
+// scripts are on again there (Pool.clean).
 const parkURL = "about:blank"
 
 // park turns scripts off and loads about:blank.
@@ -615,6 +616,12 @@ func (p *Pool) clean(s *slot, inst *instance) error {
 				return fmt.Errorf("browser: %s target left in the context", t.Type)
 			}
 		}
+	}
+	// Scripts on again for the next job's navigation (Tab.Navigate), now
+	// that the job's document is gone: about:blank runs none. A written
+	// job turns them off as it goes home (Tab.Open).
+	if err := setScripts(page, true); err != nil {
+		return err
 	}
 	s.scripted = false
 	return nil

@@ -13,8 +13,8 @@ import (
 	"github.com/ysmood/gson"
 )
 
-// Tab is a warm tab lent to one job. It starts on the home page (or
-// parked, see Pool.clean) with scripts off; the job either writes a
+// Tab is a warm tab lent to one job. It starts on the home page with
+// scripts off (or parked, see Pool.clean); the job either writes a
 // document without scripts into it (Open) or navigates to one that runs
 // scripts (Navigate). Every event of the tab's earlier jobs has been handed
 // out before the job gets it (fence): what the job subscribes to hears the
@@ -33,7 +33,12 @@ func (t *Tab) Lane() Lane { return t.s.lane }
 
 // Navigate loads url with scripts on. The tab is cleaned after the job.
 func (t *Tab) Navigate(url string) error {
+	parked := t.s.parked
 	t.s.scripted, t.s.parked = true, false
+	if parked {
+		// Parked with scripts on already (Pool.clean): one round trip less.
+		return goTo(t.Page(), url)
+	}
 	return navigate(t.Page(), url, true)
 }
 
@@ -91,9 +96,23 @@ func (t *Tab) Override(o Overrides) error {
 // navigate sets whether the page's scripts run, then loads url. Scripts are
 // set first: turned off, no timer of the page being left runs again.
 func navigate(page *rod.Page, url string, scripts bool) error {
-	if err := (proto.EmulationSetScriptExecutionDisabled{Value: !scripts}).Call(page); err != nil {
-		return fmt.Errorf("scripts on=%v: %w", scripts, err)
+	if err := setScripts(page, scripts); err != nil {
+		return err
 	}
+	return goTo(page, url)
+}
+
+// setScripts turns the tab's scripts on or off, for its documents to come
+// too.
+func setScripts(page *rod.Page, on bool) error {
+	if err := (proto.EmulationSetScriptExecutionDisabled{Value: !on}).Call(page); err != nil {
+		return fmt.Errorf("scripts on=%v: %w", on, err)
+	}
+	return nil
+}
+
+// goTo navigates to url, with the tab's scripts as they are set.
+func goTo(page *rod.Page, url string) error {
 	nav, err := proto.PageNavigate{URL: url}.Call(page)
 	if err != nil {
 		return err

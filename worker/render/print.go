@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-rod/rod"
 	"github.com/go-rod/rod/lib/cdp"
@@ -107,8 +108,15 @@ func printOnce(p *rod.Page, req printParams) ([]byte, error) {
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return nil, err
 	}
-	// The browser keeps a stream until it is closed.
-	defer proto.IOClose{Handle: res.Stream}.Call(p)
+	// The browser keeps a stream until it is closed: closed on the side,
+	// not waited for, whatever becomes of the job's context.
+	defer func() {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(p.GetContext()), 5*time.Second)
+			defer cancel()
+			_ = proto.IOClose{Handle: res.Stream}.Call(p.Context(ctx))
+		}()
+	}()
 	pdf, err := readStream(p, res.Stream, streamChunk)
 	if err != nil {
 		return nil, fmt.Errorf("read pdf: %w", err)
