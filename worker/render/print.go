@@ -74,9 +74,10 @@ func printRequest(pg *jobspb.Page, pr *jobspb.Print, m margins) printParams {
 
 // printPDF prints the page as req says, the PDF streamed in chunks (a
 // large one would not fit one CDP message). Pages that req.PageRanges asks
-// for but the document lacks are an *InputError.
-func printPDF(ctx context.Context, p *rod.Page, req printParams) ([]byte, error) {
-	pdf, err := printOnce(p, req)
+// for but the document lacks are an *InputError. printed, if not nil, is
+// called once the page is printed, before the PDF is read.
+func printPDF(ctx context.Context, p *rod.Page, req printParams, printed func()) ([]byte, error) {
+	pdf, err := printOnce(p, req, printed)
 	var cdpErr *cdp.Error
 	switch {
 	case req.PageRanges != "" && errors.As(err, &cdpErr) && strings.Contains(cdpErr.Message, "exceeds page count"):
@@ -99,10 +100,13 @@ func printPDF(ctx context.Context, p *rod.Page, req printParams) ([]byte, error)
 	return pdf, nil
 }
 
-func printOnce(p *rod.Page, req printParams) ([]byte, error) {
+func printOnce(p *rod.Page, req printParams, printed func()) ([]byte, error) {
 	raw, err := p.Call(p.GetContext(), string(p.SessionID), "Page.printToPDF", req)
 	if err != nil {
 		return nil, err
+	}
+	if printed != nil {
+		printed()
 	}
 	var res proto.PagePrintToPDFResult
 	if err := json.Unmarshal(raw, &res); err != nil {
@@ -163,7 +167,7 @@ func beyondDocument(ctx context.Context, p *rod.Page, req printParams) error {
 	ranges := req.PageRanges
 	req.PageRanges = ""
 	msg := fmt.Sprintf("pageRanges %q is beyond the document.", ranges)
-	if pdf, err := printOnce(p, req); err == nil {
+	if pdf, err := printOnce(p, req, nil); err == nil {
 		if n, err := pdfedit.PageCount(ctx, pdf); err == nil {
 			msg = fmt.Sprintf("pageRanges %q is beyond the document's %d %s.", ranges, n, plural(n, "page", "pages"))
 		}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/go-rod/rod"
@@ -157,13 +158,23 @@ func (r *Renderer) Render(ctx context.Context, b egress.Bundle, rj *jobspb.Rende
 		if err != nil {
 			return err
 		}
-		out, err = printPDF(ctx, p, printRequest(page, pr, margins))
+		// The report's end mark goes out as soon as the page is printed,
+		// while the PDF is read: everything the page did is before it.
+		finished := make(chan struct{})
+		finish := sync.OnceFunc(func() {
+			go func() {
+				defer close(finished)
+				c.finish(ctx, t.Scripted())
+			}()
+		})
+		out, err = printPDF(ctx, p, printRequest(page, pr, margins), finish)
 		release()
 		if err != nil {
 			return err
 		}
 		printedAt = time.Since(start)
-		c.finish(ctx, t.Scripted())
+		finish() // a no-op when printPDF called it
+		<-finished
 		report = c
 		r.log().DebugContext(ctx, "rendered", "scripts", !static, "tab_ms", ms(tabAt), "load_ms", ms(loadedAt-tabAt),
 			"wait_ms", ms(waitedAt-loadedAt), "hooks_ms", ms(hooksAt-waitedAt), "print_ms", ms(time.Since(start)-hooksAt))
