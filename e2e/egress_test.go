@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/docrender/docrender/worker/browser"
 )
 
 // canary is a loopback server that must never be reached by a rendered page.
@@ -154,29 +156,33 @@ document.getElementById('o').textContent = seen;
 	// A page that stays within its uploads leaves its tab reusable. (The
 	// probes' tabs are renewed after them, popups: that ends first.)
 	pool := svc.Worker.Pool()
-	settled := func() {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := pool.Settled(ctx); err != nil {
-			t.Fatal("tabs not back in the pool:", err)
-		}
-	}
-	settled()
+	settled(t, pool)
 	before := pool.Fresh()
 	for range 3 {
 		c.generatePDF(simpleHTML, nil)
 	}
-	settled()
+	settled(t, pool)
 	if got := pool.Fresh() - before; got != 0 {
 		t.Errorf("%d new browser contexts for plain pages, want the tab reused", got)
 	}
 	// One that reached out elsewhere gets a fresh context afterwards.
 	c.generatePDF(`<img src="http://192.0.2.1/x.png"><p>out</p>`, nil)
 	c.generatePDF(simpleHTML, nil)
-	settled()
+	settled(t, pool)
 	if got := pool.Fresh() - before; got != 1 {
 		t.Errorf("%d new contexts after a page reached another origin, want 1", got)
+	}
+}
+
+// settled waits until every tab of pool is back, cleaned or renewed: the
+// pool readies a tab after the job's answer, so a test that counts
+// browser contexts reads them after this.
+func settled(t *testing.T, pool *browser.Pool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := pool.Settled(ctx); err != nil {
+		t.Fatal("tabs not back in the pool:", err)
 	}
 }
 
@@ -211,6 +217,7 @@ document.getElementById('o').textContent = seen;
 			t.Fatalf("job %d saw state of an earlier job: %s", i, txt)
 		}
 	}
+	settled(t, svc.Worker.Pool())
 	if got := svc.Worker.Pool().Fresh() - before; got != 0 {
 		t.Errorf("%d new browser contexts: the test did not check cleaning", got)
 	}

@@ -112,6 +112,7 @@ func TestStaticJobsDoNotShareFiles(t *testing.T) {
 	}
 	pool := svc.Worker.Pool()
 	c.generatePDF(simpleHTML, nil) // the tab is warm and home
+	settled(t, pool)
 	fresh, opened := pool.Fresh(), pool.Opened()
 	// A colour of its own per job: the worker keeps two tabs per slot, so
 	// which earlier job shared a job's tab is the pool's choice.
@@ -139,6 +140,7 @@ func TestStaticJobsDoNotShareFiles(t *testing.T) {
 	if got := pool.Opened() - opened; got != int64(len(jobs)) {
 		t.Errorf("%d of %d jobs written into the home document", got, len(jobs))
 	}
+	settled(t, pool)
 	if got := pool.Fresh() - fresh; got != 0 {
 		t.Errorf("%d new browser contexts, want the tab reused", got)
 	}

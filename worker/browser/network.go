@@ -69,28 +69,21 @@ func (t *tracker) startedCount() int {
 
 // waitMark waits until the tracker has seen mark.
 func (t *tracker) waitMark(ctx context.Context, mark string) error {
-	for {
-		t.mu.Lock()
-		done, changed := t.mark == mark, t.changed
-		t.mu.Unlock()
-		if done {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-changed:
-		}
-	}
+	return t.waitUntil(ctx, func() bool { return t.mark == mark })
 }
 
 // waitIdle waits until the tracker has seen mark and no request is in flight.
 func (t *tracker) waitIdle(ctx context.Context, mark string) error {
+	return t.waitUntil(ctx, func() bool { return t.mark == mark && len(t.inflight) == 0 })
+}
+
+// waitUntil waits until done, called with t.mu held, is true.
+func (t *tracker) waitUntil(ctx context.Context, done func() bool) error {
 	for {
 		t.mu.Lock()
-		done, changed := t.mark == mark && len(t.inflight) == 0, t.changed
+		ok, changed := done(), t.changed
 		t.mu.Unlock()
-		if done {
+		if ok {
 			return nil
 		}
 		select {

@@ -6,9 +6,11 @@
 // page without scripts is written into that document (Tab.Open), which is
 // what a bare loop of go-rod does, and as no script ever runs there, the
 // next job finds nothing of it but a document it replaces. A page with
-// scripts gets an origin of its own (Tab.Navigate); after it the tab goes
-// home again with its history, window name, that origin's and the home
-// origin's storage and the context's cookies cleared. A tab whose page reached anything beyond its own
+// scripts gets an origin of its own (Tab.Navigate); after it the tab is
+// parked on about:blank (Pool.clean) with its history, window name, that
+// origin's and the home origin's storage and the context's cookies
+// cleared, and scripts on again for the next navigation (a written job
+// goes home first, scripts off). A tab whose page reached anything beyond its own
 // uploads (another origin could hold state), failed, timed out, or opened
 // other targets gets its whole browser context thrown away and a fresh one,
 // prepared off the hot path. A watchdog relaunches a browser that crashed or
@@ -319,6 +321,16 @@ func (p *Pool) renew(ctx context.Context, s *slot, inst *instance) error {
 	return nil
 }
 
+// stopLoading stops whatever the tab's document is loading.
+func stopLoading(s *slot) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := (proto.PageStopLoading{}).Call(s.page.Context(ctx)); err != nil {
+		return fmt.Errorf("stop loading: %w", err)
+	}
+	return nil
+}
+
 // fence writes a mark to the tab's console and waits until the tab's own
 // listener has heard it. Events reach rod's subscribers in order, each
 // handed to all of them before a new one joins (github.com/ysmood/goob):
@@ -500,6 +512,12 @@ func (p *Pool) release(s *slot, clean bool) {
 			err = p.resetEmulation(s)
 		}
 		if err == nil {
+			// A written job's document stays until the next job replaces
+			// it: nothing of it may load meanwhile, or the next job's
+			// report would hear it after the fence.
+			err = stopLoading(s)
+		}
+		if err == nil {
 			err = fence(context.Background(), s)
 		}
 		if err == nil {
@@ -561,8 +579,9 @@ func (p *Pool) resetEmulation(s *slot) error {
 // (no timer or unload handler of the job's page runs again), no history, no
 // window name, no storage of the job's origin nor of the home origin (no
 // job's script runs there, egress sees to it: this is the belt to those
-// braces), no cookies. Anything else left in the context (popups, workers)
-// makes it fail, and the context is renewed instead.
+// braces), no cookies; then scripts on again for the next job's
+// navigation (about:blank runs none). Anything else left in the context
+// (popups, workers) makes it fail, and the context is renewed instead.
 //
 // It does not go home: that is a navigation through the proxy and a
 // document, as costly as the job's own, which the next job does not need

@@ -160,16 +160,20 @@ func (r *Renderer) Render(ctx context.Context, b egress.Bundle, rj *jobspb.Rende
 		}
 		// The report's end mark goes out as soon as the page is printed,
 		// while the PDF is read: everything the page did is before it.
-		finished := make(chan struct{})
+		finished, scripted, marking := make(chan struct{}), t.Scripted(), false
 		finish := sync.OnceFunc(func() {
+			marking = true
 			go func() {
 				defer close(finished)
-				c.finish(ctx, t.Scripted())
+				c.finish(ctx, scripted)
 			}()
 		})
 		out, err = printPDF(ctx, p, printRequest(page, pr, margins), finish)
 		release()
 		if err != nil {
+			if marking {
+				<-finished // not past the job's use of its tab
+			}
 			return err
 		}
 		printedAt = time.Since(start)

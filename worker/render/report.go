@@ -156,7 +156,8 @@ func (c *collector) onRequest(e *proto.NetworkRequestWillBeSent) {
 		return
 	}
 	// A redirect reuses the ID: the URL that fails is the last one. A
-	// request from before the start mark stays ignored through redirects.
+	// request whose start this collector did not hear stays ignored
+	// through redirects.
 	_, tracked := c.requests[e.RequestID]
 	if tracked || (e.RedirectResponse == nil && len(c.requests) < maxTracked) {
 		c.requests[e.RequestID] = clip(e.Request.URL)
@@ -202,7 +203,7 @@ func (c *collector) addFailed(id proto.NetworkRequestID, f *jobspb.FailedRequest
 	defer c.mu.Unlock()
 	u, ok := c.requests[id]
 	if !ok {
-		return // before the start mark, or already reported
+		return // started before this job, or already reported
 	}
 	delete(c.requests, id)
 	if strings.HasPrefix(strings.ToLower(u), "file:") {
