@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -145,14 +144,8 @@ func readStream(p *rod.Page, h proto.IOStreamHandle, size int) ([]byte, error) {
 		}
 		if !res.Base64Encoded {
 			out = append(out, res.Data...)
-		} else {
-			n := len(out)
-			out = slices.Grow(out, base64.StdEncoding.DecodedLen(len(res.Data)))[:n+base64.StdEncoding.DecodedLen(len(res.Data))]
-			m, err := base64.StdEncoding.Decode(out[n:], []byte(res.Data))
-			if err != nil {
-				return nil, fmt.Errorf("stream chunk: %w", err)
-			}
-			out = out[:n+m]
+		} else if out, err = base64.StdEncoding.AppendDecode(out, []byte(res.Data)); err != nil {
+			return nil, fmt.Errorf("stream chunk: %w", err)
 		}
 		if res.EOF {
 			return out, nil

@@ -170,15 +170,16 @@ func (r *Renderer) Render(ctx context.Context, b egress.Bundle, rj *jobspb.Rende
 		})
 		out, err = printPDF(ctx, p, printRequest(page, pr, margins), finish)
 		release()
+		if err == nil {
+			printedAt = time.Since(start)
+			finish() // a no-op when printPDF called it
+		}
+		if marking {
+			<-finished // not past the job's use of its tab
+		}
 		if err != nil {
-			if marking {
-				<-finished // not past the job's use of its tab
-			}
 			return err
 		}
-		printedAt = time.Since(start)
-		finish() // a no-op when printPDF called it
-		<-finished
 		report = c
 		r.log().DebugContext(ctx, "rendered", "scripts", !static, "tab_ms", ms(tabAt), "load_ms", ms(loadedAt-tabAt),
 			"wait_ms", ms(waitedAt-loadedAt), "hooks_ms", ms(hooksAt-waitedAt), "print_ms", ms(time.Since(start)-hooksAt))
