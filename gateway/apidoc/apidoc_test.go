@@ -13,6 +13,8 @@ import (
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
 	"github.com/pb33f/libopenapi/datamodel"
+
+	"github.com/docrender/docrender/pkg/pdfopts"
 )
 
 // TestDocumentIsValidOpenAPI31 holds the document, as written and as
@@ -309,5 +311,40 @@ func TestMarkdown(t *testing.T) {
 		if got := string(markdown(tt.in)); got != tt.want {
 			t.Errorf("markdown(%q) = %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+// TestWatermarkLimitsArePdfopts holds the document's watermark limits to the
+// ones the gateway and the worker apply (pdfopts).
+func TestWatermarkLimitsArePdfopts(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas struct {
+				Watermark struct {
+					Properties map[string]struct {
+						Minimum   *float64 `json:"minimum"`
+						Maximum   *float64 `json:"maximum"`
+						MaxLength *int     `json:"maxLength"`
+						Default   any      `json:"default"`
+						Enum      []string `json:"enum"`
+					} `json:"properties"`
+				} `json:"Watermark"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(Raw(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	p := doc.Components.Schemas.Watermark.Properties
+	got := fmt.Sprint(*p["text"].MaxLength, *p["fontSize"].Minimum, *p["fontSize"].Maximum, p["fontSize"].Default,
+		*p["opacity"].Minimum, *p["opacity"].Maximum, p["opacity"].Default,
+		*p["rotation"].Minimum, *p["rotation"].Maximum, p["rotation"].Default,
+		p["color"].Default, p["position"].Enum, p["position"].Default, p["pages"].Default)
+	want := fmt.Sprint(pdfopts.WatermarkTextMax, pdfopts.WatermarkFontSizeMin, pdfopts.WatermarkFontSizeMax, pdfopts.DefaultWatermarkFontSize,
+		0, 1, pdfopts.DefaultWatermarkOpacity,
+		-pdfopts.WatermarkRotationMax, pdfopts.WatermarkRotationMax, pdfopts.DefaultWatermarkRotation,
+		pdfopts.DefaultWatermarkColor, pdfopts.WatermarkPositions(), pdfopts.DefaultWatermarkPosition, pdfopts.DefaultWatermarkPages)
+	if got != want {
+		t.Errorf("openapi.json's Watermark: %s\npdfopts:                   %s", got, want)
 	}
 }

@@ -1,12 +1,12 @@
 // Package pdfopts parses and validates the generation options of spec 2.1
 // (with DESIGN §4.1, §4.2, §4.14, §4.17) into a normalised form that crosses
 // the queue as a proto message. The gateway validates with it; the worker
-// only reads the result.
+// reads the result, and checks a watermark again by the same rules
+// (CheckWatermark).
 package pdfopts
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,7 +21,6 @@ import (
 
 	"github.com/docrender/docrender/pkg/filename"
 	"github.com/docrender/docrender/pkg/invalid"
-	"github.com/docrender/docrender/pkg/limits"
 	"github.com/docrender/docrender/proto/jobspb"
 )
 
@@ -373,113 +372,6 @@ func ParseLength(s string) (float64, error) {
 	default:
 		return v / 96, nil
 	}
-}
-
-// RawWatermark is DESIGN §4.17's object.
-type RawWatermark struct {
-	Text     *string  `json:"text"`
-	Image    *string  `json:"image"`
-	FontSize *float64 `json:"fontSize"`
-	Color    *string  `json:"color"`
-	Opacity  *float64 `json:"opacity"`
-	Rotation *float64 `json:"rotation"`
-	Position *string  `json:"position"`
-	Pages    *string  `json:"pages"`
-}
-
-var (
-	colorRe  = regexp.MustCompile(`^#([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$`)
-	pagesRe  = regexp.MustCompile(`^\s*(all|\d+(\s*-\s*\d+)?(\s*,\s*\d+(\s*-\s*\d+)?)*)\s*$`)
-	posNames = map[string]bool{"center": true, "top-left": true, "top-center": true, "top-right": true,
-		"left": true, "right": true, "bottom-left": true, "bottom-center": true, "bottom-right": true}
-)
-
-// ParseWatermark validates a watermark object; null or absent gives nil.
-func ParseWatermark(raw json.RawMessage) (*jobspb.Watermark, error) {
-	if isNull(raw) {
-		return nil, nil
-	}
-	var r RawWatermark
-	if raw[0] != '{' {
-		return nil, invalid.Field("watermark", "must be an object")
-	}
-	if err := Decode(raw, &r); err != nil {
-		return nil, err
-	}
-	w := &jobspb.Watermark{FontSize: 48, Color: "#888888", Opacity: 0.3, Rotation: 45, Position: "center", Pages: "all"}
-	switch {
-	case r.Text != nil && r.Image != nil:
-		return nil, invalid.Field("watermark", "give text or image, not both")
-	case r.Text != nil:
-		if strings.TrimSpace(*r.Text) == "" || len(*r.Text) > 500 {
-			return nil, invalid.Field("watermark.text", "must be 1 to 500 characters")
-		}
-		w.Text = *r.Text
-	case r.Image != nil:
-		b64 := *r.Image
-		if i := strings.Index(b64, ";base64,"); strings.HasPrefix(b64, "data:") && i > 0 {
-			b64 = b64[i+len(";base64,"):]
-		}
-		// Bounded before decoding: the base64 text, then the PNG's declared size.
-		if base64.StdEncoding.DecodedLen(len(b64)) > limits.WatermarkImageBytes+2 {
-			return nil, invalid.Field("watermark.image", fmt.Sprintf("must be a PNG of at most %d bytes", limits.WatermarkImageBytes))
-		}
-		img, err := base64.StdEncoding.DecodeString(b64)
-		if err != nil || len(img) < 8 || string(img[1:4]) != "PNG" {
-			return nil, invalid.Field("watermark.image", "must be a base64 PNG image")
-		}
-		if len(img) > limits.WatermarkImageBytes {
-			return nil, invalid.Field("watermark.image", fmt.Sprintf("must be a PNG of at most %d bytes", limits.WatermarkImageBytes))
-		}
-		var tooLarge *limits.TooLargeError
-		switch format, err := limits.Image(img, limits.WatermarkImagePixels); {
-		case errors.As(err, &tooLarge):
-			return nil, invalid.Field("watermark.image", "is "+tooLarge.Error())
-		case err != nil || format != "png":
-			return nil, invalid.Field("watermark.image", "must be a base64 PNG image")
-		}
-		w.ImagePng = img
-	default:
-		return nil, invalid.Field("watermark", "needs text or image")
-	}
-	if r.FontSize != nil {
-		if *r.FontSize < 1 || *r.FontSize > 500 {
-			return nil, invalid.Field("watermark.fontSize", "must be between 1 and 500")
-		}
-		w.FontSize = *r.FontSize
-	}
-	if r.Color != nil {
-		if !colorRe.MatchString(*r.Color) {
-			return nil, invalid.Field("watermark.color", "must be #rgb or #rrggbb")
-		}
-		w.Color = *r.Color
-	}
-	if r.Opacity != nil {
-		if *r.Opacity < 0 || *r.Opacity > 1 {
-			return nil, invalid.Field("watermark.opacity", "must be between 0 and 1")
-		}
-		w.Opacity = *r.Opacity
-	}
-	if r.Rotation != nil {
-		if *r.Rotation < -360 || *r.Rotation > 360 {
-			return nil, invalid.Field("watermark.rotation", "must be between -360 and 360")
-		}
-		w.Rotation = *r.Rotation
-	}
-	if r.Position != nil {
-		p := strings.ToLower(strings.TrimSpace(*r.Position))
-		if !posNames[p] {
-			return nil, invalid.Field("watermark.position", "must be center, top-left, top-center, top-right, left, right, bottom-left, bottom-center or bottom-right")
-		}
-		w.Position = p
-	}
-	if r.Pages != nil {
-		if !pagesRe.MatchString(strings.ToLower(*r.Pages)) {
-			return nil, invalid.Field("watermark.pages", "must be all or ranges like 1-3,5")
-		}
-		w.Pages = strings.ToLower(strings.ReplaceAll(*r.Pages, " ", ""))
-	}
-	return w, nil
 }
 
 // jsonPath is a decode error's field path without the Go names of embedded

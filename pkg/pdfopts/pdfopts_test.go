@@ -91,6 +91,17 @@ func TestParseJSON(t *testing.T) {
 				t.Fatalf("%+v", w)
 			}
 		}},
+		{name: "watermark pages mixing all and ranges", in: `{"watermark":{"text":"x","position":" Top-Left ","pages":" 1 - 2 , ALL "}}`, field: "watermark.pages"},
+		{name: "watermark position and pages normalised", in: `{"watermark":{"text":"x","position":" Top-Left ","pages":" 1 - 2 , 5 "}}`, check: func(t *testing.T, o Options) {
+			if w := o.Watermark; w.Position != "top-left" || w.Pages != "1-2,5" {
+				t.Fatalf("position %q, pages %q", w.Position, w.Pages)
+			}
+		}},
+		{name: "watermark pages spaced into a word", in: `{"watermark":{"text":"x","pages":"a ll"}}`, field: "watermark.pages"},
+		{name: "watermark text counted in characters", in: `{"watermark":{"text":"` + strings.Repeat("é", WatermarkTextMax) + `"}}`, check: func(t *testing.T, o Options) {}},
+		{name: "watermark text too long", in: `{"watermark":{"text":"` + strings.Repeat("x", WatermarkTextMax+1) + `"}}`, field: "watermark.text"},
+		{name: "watermark font size over", in: `{"watermark":{"text":"x","fontSize":501}}`, field: "watermark.fontSize"},
+		{name: "watermark rotation over", in: `{"watermark":{"text":"x","rotation":361}}`, field: "watermark.rotation"},
 		{name: "bad format", in: `{"format":"B5"}`, field: "format"},
 		{name: "wrong type", in: `{"format":5}`, field: "format"},
 		{name: "contradicting landscape", in: `{"orientation":"portrait","landscape":true}`, field: "landscape"},

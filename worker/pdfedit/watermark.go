@@ -16,25 +16,16 @@ import (
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/types"
 
-	"github.com/docrender/docrender/pkg/limits"
+	"github.com/docrender/docrender/pkg/pdfopts"
 	"github.com/docrender/docrender/proto/jobspb"
 )
 
 // ErrInvalidWatermark wraps every error about the watermark options
 // themselves (as opposed to the PDF): like a *BadInputError it is the
-// client's fault. The gateway validates the options (pdfopts.ParseWatermark),
-// so a worker seeing it means the two disagree.
+// client's fault. The options are checked by pdfopts.CheckWatermark, the
+// gateway's own rules, and the PNG by decoding it (the gateway reads only
+// its header).
 var ErrInvalidWatermark = errors.New("invalid watermark")
-
-// Defaults of DESIGN §4.17, applied by Watermark to fields left at their
-// zero value where zero is meaningless. Opacity 0 and rotation 0 are taken
-// literally: the gateway fills in 0.3 and 45 when the client leaves them out.
-const (
-	DefaultFontSize = 48
-	DefaultColor    = "#888888"
-	DefaultPosition = "center"
-	DefaultPages    = "all"
-)
 
 // ImageScale is the width of an image watermark relative to the page width
 // (pdfcpu's relative scale factor): the stamp adapts to any page size.
@@ -44,8 +35,9 @@ const ImageScale = 0.5
 // away from the page border.
 const edgeMargin = 24
 
-// positions maps DESIGN §4.17 positions to pdfcpu anchors and the sign of the
-// edge margin offset (dx, dy).
+// positions maps DESIGN §4.17 positions (pdfopts.WatermarkPositions, which
+// checkWatermark enforces) to pdfcpu anchors and the sign of the edge margin
+// offset (dx, dy).
 var positions = map[string]struct {
 	anchor string
 	dx, dy int
@@ -68,6 +60,9 @@ var positions = map[string]struct {
 // ImageScale of the page width). Opacity (0..1), Rotation (degrees,
 // counter-clockwise) and Position (center, top-left, top-center, top-right,
 // left, right, bottom-left, bottom-center, bottom-right) apply to both.
+// The limits are the gateway's (pdfopts.CheckWatermark); a font size,
+// colour, position or pages left at zero is the default
+// (pdfopts.WatermarkWithDefaults).
 // Pages is "all" or ranges like "1-3,5" (see ParsePages); pages beyond the
 // document select nothing, and when nothing is selected (or wm is nil) the
 // input is copied to w unchanged.
@@ -86,6 +81,7 @@ func Watermark(ctx context.Context, in io.ReadSeeker, w io.Writer, wm *jobspb.Wa
 	if wm == nil {
 		return copyInput(ctx, in, w)
 	}
+	wm = pdfopts.WatermarkWithDefaults(wm)
 	if err := checkWatermark(wm); err != nil {
 		return err
 	}
@@ -146,77 +142,32 @@ func stamp(pc *model.Context, sel types.IntSet, mwm *model.Watermark) (err error
 	return nil
 }
 
-// checkWatermark validates the options that do not depend on the PDF.
+// checkWatermark validates the options that do not depend on the PDF: by
+// the gateway's rules, then by decoding the PNG, as pdfcpu will (the gateway
+// reads only its header), so that a damaged image is not blamed on the PDF.
 func checkWatermark(wm *jobspb.Watermark) error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrInvalidWatermark, fmt.Sprintf(format, args...))
+	if err := pdfopts.CheckWatermark(wm); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidWatermark, err)
 	}
-	hasText := strings.TrimSpace(wm.GetText()) != ""
-	hasImage := len(wm.GetImagePng()) > 0
-	switch {
-	case hasText && hasImage:
-		return bad("give text or image, not both")
-	case !hasText && !hasImage:
-		return bad("needs text or image")
-	case hasImage:
-		// Bounded by its header first (a few bytes may declare billions of
-		// pixels), then decoded in full, so that a damaged image is not
-		// later blamed on the PDF.
-		if len(wm.GetImagePng()) > limits.WatermarkImageBytes {
-			return bad("image is over %d bytes", limits.WatermarkImageBytes)
+	if img := wm.GetImagePng(); len(img) > 0 {
+		if _, err := png.Decode(bytes.NewReader(img)); err != nil {
+			return fmt.Errorf("%w: image is not a valid PNG: %w", ErrInvalidWatermark, err)
 		}
-		if _, err := limits.Image(wm.GetImagePng(), limits.WatermarkImagePixels); err != nil {
-			return bad("image: %v", err)
-		}
-		if _, err := png.Decode(bytes.NewReader(wm.GetImagePng())); err != nil {
-			return bad("image is not a valid PNG: %v", err)
-		}
-	}
-	if fs := wm.GetFontSize(); math.IsNaN(fs) || fs < 0 || fs > 10000 {
-		return bad("fontSize %v out of range", fs)
-	}
-	if _, err := hexColor(wm.GetColor()); err != nil {
-		return bad("%v", err)
-	}
-	if o := wm.GetOpacity(); math.IsNaN(o) || o < 0 || o > 1 {
-		return bad("opacity %v not between 0 and 1", o)
-	}
-	if r := wm.GetRotation(); math.IsNaN(r) || math.IsInf(r, 0) {
-		return bad("rotation %v is not a number", r)
-	}
-	if _, ok := positions[position(wm)]; !ok {
-		return bad("unknown position %q", wm.GetPosition())
-	}
-	if _, err := ParsePages(wm.GetPages(), 1); err != nil {
-		return bad("%v", err)
 	}
 	return nil
 }
 
+// position is wm's checked position in lower case.
 func position(wm *jobspb.Watermark) string {
-	p := strings.ToLower(strings.TrimSpace(wm.GetPosition()))
-	if p == "" {
-		return DefaultPosition
-	}
-	return p
+	return strings.ToLower(strings.TrimSpace(wm.GetPosition()))
 }
 
-// hexColor normalises "#rgb" or "#rrggbb" (empty: DefaultColor) to "#rrggbb".
-func hexColor(c string) (string, error) {
-	c = strings.TrimSpace(c)
-	if c == "" {
-		return DefaultColor, nil
-	}
-	if len(c) != 4 && len(c) != 7 || c[0] != '#' {
-		return "", fmt.Errorf("color %q is not #rgb or #rrggbb", c)
-	}
-	if _, err := strconv.ParseUint(c[1:], 16, 32); err != nil {
-		return "", fmt.Errorf("color %q is not #rgb or #rrggbb", c)
-	}
+// hexColor expands a checked "#rgb" or "#rrggbb" to "#RRGGBB".
+func hexColor(c string) string {
 	if len(c) == 4 {
 		c = string([]byte{'#', c[1], c[1], c[2], c[2], c[3], c[3]})
 	}
-	return strings.ToUpper(c), nil
+	return strings.ToUpper(c)
 }
 
 // normRotation maps any angle to pdfcpu's range -180..180.
@@ -237,7 +188,7 @@ func fmtFloat(f float64) string {
 // pdfcpuWatermark turns checked options into a pdfcpu stamp (OnTop).
 func pdfcpuWatermark(wm *jobspb.Watermark) (*model.Watermark, error) {
 	pos := positions[position(wm)]
-	color, _ := hexColor(wm.GetColor())
+	color := hexColor(wm.GetColor())
 	common := []string{
 		"opacity:" + fmtFloat(wm.GetOpacity()),
 		"rotation:" + fmtFloat(normRotation(wm.GetRotation())),
@@ -255,9 +206,6 @@ func pdfcpuWatermark(wm *jobspb.Watermark) (*model.Watermark, error) {
 	}
 
 	size := int(math.Round(wm.GetFontSize()))
-	if size <= 0 {
-		size = DefaultFontSize
-	}
 	desc := strings.Join(append([]string{
 		"fontname:Helvetica",
 		"points:" + strconv.Itoa(size),
