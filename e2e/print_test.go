@@ -158,6 +158,12 @@ func TestPrintWaitTimesOut(t *testing.T) {
 		if e.Message != tc.msg {
 			t.Errorf("message %q, want %q", e.Message, tc.msg)
 		}
+		// The hint names the option that never came true (DESIGN §6).
+		for opt := range tc.opts {
+			if !strings.HasPrefix(e.Hint, opt+" never") {
+				t.Errorf("hint %q does not name %s", e.Hint, opt)
+			}
+		}
 		printHas(t, "next render", text(t, c.generatePDF(printLateHTML, map[string]any{"waitForSelector": "#ready"})), "LATECONTENT")
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/docrender/docrender/gateway/account"
+	"github.com/docrender/docrender/gateway/idempotency"
 	"github.com/docrender/docrender/gateway/server/apierr"
 	"github.com/docrender/docrender/pkg/batch"
 	"github.com/docrender/docrender/pkg/blob"
@@ -103,13 +104,16 @@ type batchPlan struct {
 	stream  bool
 	host    bool
 	webhook *batch.Webhook
+	// fingerprint is the request's, when it carries an Idempotency-Key.
+	fingerprint string
 }
 
 // parseBatch validates the whole request, every document included, before
 // anything is reserved or queued.
 func (b *batchAPI) parseBatch(c echo.Context, u *account.User) (*batchPlan, error) {
 	var req batchRequest
-	if err := readJSON(c, &req); err != nil {
+	body, err := readJSONBody(c, &req)
+	if err != nil {
 		return nil, err
 	}
 	if len(req.Documents) == 0 {
@@ -129,7 +133,10 @@ func (b *batchAPI) parseBatch(c echo.Context, u *account.User) (*batchPlan, erro
 	if err := p.readDocuments(req.Documents, b.s.Config.RenderTimeout, pageURL); err != nil {
 		return nil, err
 	}
-	var err error
+	if idemOf(c) != nil {
+		// The same fields, whatever their order or spacing (DESIGN §4.20).
+		p.fingerprint = fingerprint("generate-batch", canonicalJSON(body))
+	}
 	if p.name, err = batchName(req.BatchName); err != nil {
 		return nil, err
 	}
@@ -248,12 +255,27 @@ func (b *batchAPI) generate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	rec, err := b.start(c, u, p)
+	// DESIGN §4.20: the same keyed request joins the batch it started.
+	o, err := b.s.beginIdempotent(c, u, p.fingerprint)
 	if err != nil {
 		return err
 	}
-	logger(c).Info("batch started", "batch_id", rec.ID, "documents", rec.Total, "stream", p.stream, "host", p.host)
-	announceBatch(c, rec, !p.stream)
+	var rec *batch.Record
+	if o != nil {
+		if rec, err = b.tracker.Get(c.Request().Context(), o.BatchID); err != nil {
+			return err
+		}
+		c.Response().Header().Set(headerReplayed, "true")
+	} else {
+		if rec, err = b.start(c, u, p); err != nil {
+			return err
+		}
+		logger(c).Info("batch started", "batch_id", rec.ID, "documents", rec.Total, "stream", p.stream, "host", p.host)
+		if err := keepOutcome(c, idempotency.Outcome{Status: http.StatusOK, BatchID: rec.ID}); err != nil {
+			logger(c).Warn("keeping a batch's idempotency key failed", "batch_id", rec.ID, "err", err)
+		}
+	}
+	announceBatch(c, rec)
 	if p.stream {
 		return c.JSON(http.StatusOK, map[string]any{
 			"batchId": rec.ID,
@@ -319,18 +341,15 @@ func (b *batchAPI) waitDone(ctx context.Context, rec *batch.Record) (batch.Progr
 }
 
 // announceBatch names the batch in the answer's headers (X-Batch-Id, and a
-// Link to its progress). A sync batch (early) sends them at once as 103
-// Early Hints, before it waits: a client cut off by a gateway restart, or
-// by its own timeout, still knows which batch to follow, and the batch it
-// paid for goes on.
-func announceBatch(c echo.Context, rec *batch.Record, early bool) {
+// Link to its progress), whatever the answer (DESIGN §4.20). A sync batch
+// no longer sends them ahead as 103 Early Hints: Python's http.client takes
+// any 1xx but 100 as the final answer. A client that must survive being cut
+// off while it waits sends an Idempotency-Key and, retrying, joins the
+// batch it paid for.
+func announceBatch(c echo.Context, rec *batch.Record) {
 	h := c.Response().Header()
 	h.Set(headerBatchID, rec.ID)
 	h.Set("Link", "<"+rec.BaseURL+"/pdf/progress/"+rec.ID+`>; rel="monitor"`)
-	if early && c.Request().ProtoAtLeast(1, 1) {
-		// Past echo's Response, which would count the 103 as the answer.
-		c.Response().Writer.WriteHeader(http.StatusEarlyHints)
-	}
 }
 
 // errShuttingDown ends the wait of a sync batch when the server shuts down.
@@ -389,8 +408,11 @@ func (b *batchAPI) answerWhenDone(c echo.Context, rec *batch.Record) error {
 			"expiresAt":          res.ExpiresAt,
 		})
 	}
-	// The ZIP was answered, not announced: nobody else will fetch it.
-	defer b.dropZip(ctx, rec)
+	// The ZIP was answered, not announced: nobody else will fetch it,
+	// unless a retry with the request's Idempotency-Key does.
+	if idemOf(c) == nil {
+		defer b.dropZip(ctx, rec)
+	}
 	return b.s.sendBlob(c, blob.FileKey(rec.ZipID), rec.Name+".zip", "application/zip", "attachment")
 }
 

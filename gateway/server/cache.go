@@ -81,12 +81,16 @@ type storedGenerate struct {
 // here (done true): no render, no conversion counted. Otherwise the stored
 // file is reserved (with its hosted slot) for the job to write to.
 func (s *Server) prepareGenerate(c echo.Context, u *account.User, up *upload, entry string, opts pdfopts.Options) (sg *storedGenerate, done bool, err error) {
-	if opts.DocumentID == "" && !opts.Host {
-		return nil, false, nil
-	}
 	ctx := c.Request().Context()
-	sg = &storedGenerate{host: opts.Host}
 	spec := StoreSpec{Name: opts.FileName + ".pdf", ContentType: "application/pdf", UserType: opts.UserType, Hosted: opts.Host}
+	if opts.DocumentID == "" && !opts.Host {
+		if idemOf(c) == nil {
+			return nil, false, nil
+		}
+		// A keyed answer's bytes are kept for a retry (DESIGN §4.20).
+		spec = keptFile(spec)
+	}
+	sg = &storedGenerate{host: opts.Host}
 	if opts.DocumentID != "" {
 		spec.DocumentID, spec.InputHash = opts.DocumentID, inputHash(up, entry, opts)
 		if !opts.Regenerate {
@@ -141,5 +145,6 @@ func (s *Server) answerStored(c echo.Context, sg *storedGenerate, f *files.File,
 	if sg.host {
 		return s.hostedResponse(c, f, r)
 	}
+	answeredWithFile(c, f.ID)
 	return s.sendBlob(c, blob.FileKey(f.ID), f.Name, f.ContentType, "attachment")
 }

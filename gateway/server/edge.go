@@ -149,11 +149,13 @@ func (w *deadlineWriter) arm(next int) {
 }
 
 func (w *deadlineWriter) WriteHeader(code int) {
-	// An informational answer (a sync batch's 103) is not the answer: the
-	// write deadline counts from the real one.
-	if code >= 200 {
-		w.arm(0)
+	// No informational answer leaves the gateway (DESIGN §4.20): Python's
+	// http.client takes a 103 as the final answer. The 100 Continue a
+	// client asks for with Expect is net/http's, never written here.
+	if code < 200 {
+		return
 	}
+	w.arm(0)
 	w.ResponseWriter.WriteHeader(code)
 }
 

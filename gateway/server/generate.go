@@ -41,6 +41,14 @@ func (s *Server) generate(c echo.Context) error {
 		return err
 	}
 	opts.MakeRoom(up.has(pdfopts.HeaderFile), up.has(pdfopts.FooterFile))
+	// DESIGN §4.20: the same keyed request answered again, or joined.
+	fp := fingerprint("generate", inputHash(up, entry, opts), opts.DocumentID, fmt.Sprint(opts.Regenerate))
+	if o, err := s.beginIdempotent(c, u, fp); o != nil || err != nil {
+		if err != nil {
+			return err
+		}
+		return s.replay(c, o)
+	}
 	// host and caching IDs (hosted.go, cache.go): a cache hit is answered
 	// here; a stored result is written straight to its files/<id> key.
 	sg, done, err := s.prepareGenerate(c, u, up, entry, opts)

@@ -111,12 +111,27 @@ func resultError(res *jobspb.Result) error {
 	case jobspb.ErrorKind_ERROR_KIND_CHECK_FAILED:
 		return checkFailed(res)
 	case jobspb.ErrorKind_ERROR_KIND_TIMEOUT:
-		hint := "Make the page finish loading sooner, or remove scripts that never end."
-		if strings.Contains(res.ErrorMessage, " waiting for ") {
-			// The worker names the wait (DESIGN §6): it never came true.
-			hint = "The wait never came true: check that the page ever matches it, or wait for something else."
-		}
-		return apierr.New(http.StatusInternalServerError, res.ErrorMessage).WithHint(hint)
+		return apierr.New(http.StatusInternalServerError, res.ErrorMessage).WithHint(timeoutHint(res.ErrorMessage))
 	}
 	return apierr.New(http.StatusInternalServerError, res.ErrorMessage)
+}
+
+// timeoutHint says what to change about a render that ran out of time. The
+// worker's message names the wait it was in (DESIGN §6: "... waiting for
+// waitForSelector \"#ready\"."); the hint names that option.
+func timeoutHint(msg string) string {
+	_, wait, ok := strings.Cut(msg, " waiting for ")
+	if !ok {
+		return "Make the page finish loading sooner, or remove scripts that never end."
+	}
+	option, _, _ := strings.Cut(wait, " ")
+	switch option {
+	case "waitForSelector":
+		return "waitForSelector never matched an element before the render timeout: check the selector against the page, or have the page add the element sooner."
+	case "waitForExpression":
+		return "waitForExpression never became truthy before the render timeout: check that the page ever makes it true, or wait for something else."
+	case "waitDelay":
+		return "waitDelay did not end before the render timeout: make it shorter than the render timeout, less the page's own load time."
+	}
+	return "The wait never came true before the render timeout: check that the page ever meets it."
 }

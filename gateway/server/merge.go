@@ -3,6 +3,8 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -56,14 +58,27 @@ func (s *Server) merge(c echo.Context) error {
 	// Inputs and the unhosted result are temporary: gone once answered.
 	defer s.cleanup(blob.JobDir(job.Id))
 
-	req, err := s.readMerge(c, blob.JobInputs(job.Id))
+	up, err := s.readMerge(c, blob.JobInputs(job.Id))
 	if err != nil {
 		return err
 	}
+	req := &up.mergeRequest
+	if o, err := s.beginIdempotent(c, u, up.fingerprint()); o != nil || err != nil {
+		if err != nil {
+			return err
+		}
+		return s.replay(c, o)
+	}
 	var pending *PendingFile
-	if req.host {
-		spec := StoreSpec{Name: req.fileName + ".pdf", ContentType: "application/pdf", UserType: req.userType, Hosted: true}
+	if spec := (StoreSpec{Name: req.fileName + ".pdf", ContentType: "application/pdf", UserType: req.userType, Hosted: true}); req.host {
 		if pending, err = s.reserveFile(ctx, u, spec); err != nil {
+			return err
+		}
+		job.OutputKey = pending.BlobKey()
+	} else if idemOf(c) != nil {
+		// A keyed answer's bytes are kept for a retry (DESIGN §4.20).
+		spec.Hosted = false
+		if pending, err = s.reserveFile(ctx, u, keptFile(spec)); err != nil {
 			return err
 		}
 		job.OutputKey = pending.BlobKey()
@@ -82,6 +97,10 @@ func (s *Server) merge(c echo.Context) error {
 	f, err := pending.Commit(ctx, res.Size)
 	if err != nil {
 		return err
+	}
+	if !req.host {
+		answeredWithFile(c, f.ID)
+		return s.sendBlob(c, blob.FileKey(f.ID), f.Name, f.ContentType, "attachment")
 	}
 	return s.hostedResponse(c, f, res.Report)
 }
@@ -105,7 +124,7 @@ func (s *Server) runMerge(ctx context.Context, u *account.User, job *jobspb.Job,
 // readMerge streams the uploads into the blob store and validates the
 // options. Files need not have a .pdf name or type: the worker reads the
 // bytes and names any file that is not a usable PDF.
-func (s *Server) readMerge(c echo.Context, prefix string) (*mergeRequest, error) {
+func (s *Server) readMerge(c echo.Context, prefix string) (*mergeUpload, error) {
 	if !isMultipart(c) {
 		return nil, apierr.Bad("Expected multipart/form-data with the PDFs under the key \"files\".").
 			WithHint("Send the PDFs as multipart/form-data, e.g. curl -F files=@a.pdf -F files=@b.pdf.")
@@ -120,7 +139,7 @@ func (s *Server) readMerge(c echo.Context, prefix string) (*mergeRequest, error)
 	if err := up.parseOptions(); err != nil {
 		return nil, err
 	}
-	return &up.mergeRequest, nil
+	return up, nil
 }
 
 // mergeUpload is a merge's multipart body as read.
@@ -132,6 +151,21 @@ type mergeUpload struct {
 	received []uploadedFile
 	// notPDF says, per file part, why it is not a PDF ("" when it looks like one).
 	notPDF []string
+	// sums are the SHA-256 of each file part, in order.
+	sums []string
+}
+
+// fingerprint is what the merge asks for, however it was encoded.
+func (up *mergeUpload) fingerprint() string {
+	b, _ := json.Marshal(struct {
+		Names, Sums        []string
+		FileName, UserType string
+		Host               bool
+		Watermark          *jobspb.Watermark
+		Info               *jobspb.DocInfo
+		Encryption         *jobspb.Encryption
+	}{up.names, up.sums, up.fileName, up.userType, up.host, up.watermark, up.info, up.encryption})
+	return fingerprint("merge", string(b))
 }
 
 // checkPDFs answers before any job runs when the upload holds no PDF at
@@ -207,7 +241,8 @@ func readMergeParts(c echo.Context, blobs blob.Store, prefix string) (*mergeUplo
 		}
 		key := fmt.Sprintf("%s%04d.pdf", prefix, len(up.keys))
 		sn := &pdfSniffer{r: r}
-		cr := &countingReader{r: sn}
+		sum := sha256.New() // the request's fingerprint (DESIGN §4.20)
+		cr := &countingReader{r: io.TeeReader(sn, sum)}
 		if err := blobs.Put(ctx, key, cr, -1); err != nil {
 			if cr.err != nil {
 				return bodyError(cr.err)
@@ -220,6 +255,7 @@ func readMergeParts(c echo.Context, blobs blob.Store, prefix string) (*mergeUplo
 		up.keys = append(up.keys, key)
 		up.names = append(up.names, name)
 		up.notPDF = append(up.notPDF, sn.notPDF())
+		up.sums = append(up.sums, hex.EncodeToString(sum.Sum(nil)))
 		up.received = append(up.received, uploadedFile{Name: name, MimeType: mimeType})
 		return nil
 	})

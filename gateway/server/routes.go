@@ -50,12 +50,13 @@ func (s *Server) routeTable() []route {
 	b := s.batches
 	rs := []route{
 		// Generation (spec 4.1-4.6): generate.go, batch.go, sse.go, merge.go, qrcode.go.
-		// Every keyed request counts against the account's rate.
-		{post, "/pdf/generate", apiKey, s.generate, true},
-		{post, "/pdf/generate-batch", apiKey, b.generate, true},
+		// Every keyed request counts against the account's rate. Routes that
+		// create work take an Idempotency-Key (idempotent.go).
+		{post, "/pdf/generate", apiKey, s.idempotent(s.generate), true},
+		{post, "/pdf/generate-batch", apiKey, s.idempotent(b.generate), true},
 		{get, "/pdf/progress/:batchId", apiKey, b.progress, false},
 		{get, "/pdf/progress/:batchId/stream", apiKey, b.stream, false},
-		{post, "/pdf/merge", apiKey, s.merge, true},
+		{post, "/pdf/merge", apiKey, s.idempotent(s.merge), true},
 		{post, "/pdf/qrcode", apiKey, s.qrcode, false},
 
 		// Stored files (spec 4.7-4.14): hosted.go.

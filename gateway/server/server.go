@@ -16,6 +16,7 @@ import (
 
 	"github.com/docrender/docrender/gateway/account"
 	"github.com/docrender/docrender/gateway/dashboard"
+	"github.com/docrender/docrender/gateway/idempotency"
 	"github.com/docrender/docrender/gateway/server/apierr"
 	"github.com/docrender/docrender/pkg/blob"
 	"github.com/docrender/docrender/pkg/config"
@@ -90,6 +91,8 @@ type Server struct {
 	routeSet map[string]bool
 	// batches serves batch generation and progress (batch.go, sse.go).
 	batches *batchAPI
+	// idem keeps the outcomes of requests sent with an Idempotency-Key.
+	idem *idempotency.Store
 	// draining is set when the process was told to stop (Drain).
 	draining atomic.Bool
 }
@@ -103,7 +106,8 @@ func (s *Server) Drain() { s.draining.Store(true) }
 
 // New builds the server and its routes.
 func New(d Deps) *Server {
-	s := &Server{Deps: d, e: echo.New(), acct: account.New(d.State, d.Config), files: files.New(d.State, d.Blobs)}
+	s := &Server{Deps: d, e: echo.New(), acct: account.New(d.State, d.Config), files: files.New(d.State, d.Blobs),
+		idem: idempotency.New(d.State)}
 	s.e.HideBanner, s.e.HidePort = true, true
 	s.e.HTTPErrorHandler = s.writeError
 	if s.Metrics == nil {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -30,6 +31,8 @@ type StoreSpec struct {
 	DocumentID, InputHash string
 	// Replaces is the cached document this one supersedes; it is deleted on Commit.
 	Replaces *files.File
+	// KeepFor, when set, is the file's life instead of the plan's retention.
+	KeepFor time.Duration
 }
 
 // PendingFile is a stored file being produced. Its ID, expiry and (when
@@ -55,7 +58,7 @@ func (s *Server) reserveFile(ctx context.Context, u *account.User, spec StoreSpe
 	now := time.Now().UTC()
 	f := &files.File{
 		ID: ids.New(), OwnerID: u.ID, Name: spec.Name, ContentType: spec.ContentType,
-		UserType: spec.UserType, Hosted: spec.Hosted, CreatedAt: now, ExpiresAt: now.Add(plan.Retention),
+		UserType: spec.UserType, Hosted: spec.Hosted, CreatedAt: now, ExpiresAt: now.Add(cmp.Or(spec.KeepFor, plan.Retention)),
 		DocumentID: spec.DocumentID, InputHash: spec.InputHash,
 	}
 	if f.UserType == "" {

@@ -4,30 +4,33 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptrace"
 	"net/textproto"
 	"testing"
 	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/docrender/docrender/pkg/config"
 )
 
-// A sync batch names itself before it waits (103 Early Hints with
-// X-Batch-Id): a client cut off while waiting (its timeout, a gateway
-// restart) still knows the batch it paid for and follows it.
-func TestSyncBatchNamesItselfAtOnce(t *testing.T) {
+// No answer of the gateway is informational (DESIGN §4.20): Python's
+// http.client takes any 1xx but 100 as the final answer. A sync batch waits
+// without a word, however long its batch takes; the batch goes on, charged,
+// when its client gives up.
+func TestSyncBatchSendsNoInformationalAnswer(t *testing.T) {
 	g := newGateway(t, nil)
 	body, _ := json.Marshal(map[string]any{"documents": []map[string]string{
 		{"fileName": "a", "htmlContent": "<p>a</p>"}, {"fileName": "b", "htmlContent": "<p>b</p>"}}})
 	// Nothing renders in the fake queue: the batch never ends, and the
-	// request would wait for it.
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	// request waits until its client gives up.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	hints := make(chan textproto.MIMEHeader, 1)
-	trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
-		if code == http.StatusEarlyHints {
-			hints <- h
-			cancel() // the client gives up, as one cut off would
-		}
+	var got []int
+	trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, _ textproto.MIMEHeader) error {
+		got = append(got, code)
 		return nil
 	}}
 	r, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), "POST", g.url+"/pdf/generate-batch", bytes.NewReader(body))
@@ -40,22 +43,37 @@ func TestSyncBatchNamesItselfAtOnce(t *testing.T) {
 		resp.Body.Close()
 		t.Fatalf("the sync batch answered %d before it ended", resp.StatusCode)
 	}
-	var h textproto.MIMEHeader
-	select {
-	case h = <-hints:
-	default:
-		t.Fatal("no 103 Early Hints before the wait")
+	if len(got) > 0 {
+		t.Fatalf("informational answers %v before the batch ended", got)
 	}
-	id := h.Get("X-Batch-Id")
-	if id == "" || !bytes.Contains([]byte(h.Get("Link")), []byte("/pdf/progress/"+id)) {
-		t.Fatalf("early hints %v: want X-Batch-Id and a Link to its progress", h)
+	if used := g.used(); used != 2 {
+		t.Fatalf("conversions used %v, want 2: the batch goes on without its client", used)
 	}
-	p := g.do(req{method: "GET", path: "/pdf/progress/" + id})
-	if p.status != http.StatusOK || p.json["status"] != "processing" || p.json["total"] != float64(2) {
-		t.Fatalf("the announced batch: %d %s", p.status, p.body)
+}
+
+// The edge drops an informational answer a handler writes, on any route:
+// the client reads the real one.
+func TestEdgeDropsInformationalAnswers(t *testing.T) {
+	addr := edgeServer(t, config.HTTPTimeouts{}, func(c echo.Context) error {
+		c.Response().Header().Set("X-Batch-Id", "b1")
+		c.Response().Writer.WriteHeader(http.StatusEarlyHints)
+		c.Response().Writer.WriteHeader(http.StatusProcessing)
+		return c.String(http.StatusOK, "the answer")
+	})
+	var got []int
+	trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, _ textproto.MIMEHeader) error {
+		got = append(got, code)
+		return nil
+	}}
+	r, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "GET", "http://"+addr+"/x", nil)
+	resp, err := http.DefaultClient.Do(r)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := g.used(); got != 2 {
-		t.Fatalf("conversions used %v, want 2: the batch goes on without its client", got)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if len(got) > 0 || resp.StatusCode != http.StatusOK || string(b) != "the answer" || resp.Header.Get("X-Batch-Id") != "b1" {
+		t.Fatalf("1xx %v, then %d %q %v", got, resp.StatusCode, b, resp.Header)
 	}
 }
 
