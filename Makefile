@@ -2,9 +2,9 @@
 SHELL := /bin/bash
 CACHE ?= $(HOME)/.cache/docrender
 export PATH := $(CACHE)/bin:$(PATH)
-MODULES := ./pkg/... ./proto/... ./worker/... ./gateway/... ./e2e/... ./bench/... ./cli/...
+MODULES := ./pkg/... ./proto/... ./worker/... ./gateway/... ./e2e/... ./bench/... ./client/... ./cli/...
 # Each module builds on its own too (GOWORK=off), as a user of one would.
-MODULE_DIRS := proto pkg worker gateway e2e bench cli
+MODULE_DIRS := proto pkg worker gateway e2e bench client cli
 # deploy/validate is a module of its own outside go.work (its tools stay out
 # of the service's dependencies): run it with GOWORK=off from its folder.
 DEPLOY := cd deploy/validate && GOWORK=off

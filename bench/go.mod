@@ -88,6 +88,7 @@ require (
 )
 
 replace (
+	github.com/docrender/docrender/client => ../client
 	github.com/docrender/docrender/e2e => ../e2e
 	github.com/docrender/docrender/gateway => ../gateway
 	github.com/docrender/docrender/pkg => ../pkg

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	drclient "github.com/docrender/docrender/pkg/client"
+	drclient "github.com/docrender/docrender/client"
 	"github.com/docrender/docrender/pkg/config"
 )
 
@@ -85,7 +85,7 @@ func wantAPIError(t *testing.T, err error, status int, code string) *drclient.Er
 	return e
 }
 
-// TestClientEndToEnd drives every kind of call of pkg/client against the
+// TestClientEndToEnd drives every kind of call of the client (client/) against the
 // real embedded service: accounts and keys, generate (files with assets,
 // print options, hosted), a batch followed over SSE, a hosted batch over
 // the channel, synchronous batches, merge, QR codes read back by zbarimg,
@@ -116,7 +116,7 @@ func TestClientEndToEnd(t *testing.T) {
 			FileName: "two-pages", Format: "Letter", Margin: &drclient.Margin{Top: "2cm", Bottom: "2cm"},
 			PrintOptions: drclient.PrintOptions{
 				FooterTemplate: `<div style="font-size:9px">Page <span class="pageNumber"></span></div>`,
-				Metadata:       &drclient.Metadata{Title: "Client title", Author: "pkg/client"},
+				Metadata:       &drclient.Metadata{Title: "Client title", Author: "docrender/client"},
 				Outline:        true,
 			},
 		},
@@ -126,7 +126,7 @@ func TestClientEndToEnd(t *testing.T) {
 	if pi.Pages != 2 || !near(pi.Width, 612, 1) || !near(pi.Height, 792, 1) {
 		t.Fatalf("generated PDF %+v, want 2 Letter pages (the asset's page break)", pi)
 	}
-	if out := run(t, "pdfinfo", writeTemp(t, pdf, ".pdf")); !strings.Contains(out, "Client title") || !strings.Contains(out, "pkg/client") {
+	if out := run(t, "pdfinfo", writeTemp(t, pdf, ".pdf")); !strings.Contains(out, "Client title") || !strings.Contains(out, "docrender/client") {
 		t.Errorf("metadata not in pdfinfo:\n%s", out)
 	}
 

@@ -3,6 +3,7 @@ module github.com/docrender/docrender/e2e
 go 1.26.0
 
 require (
+	github.com/docrender/docrender/client v0.0.0
 	github.com/docrender/docrender/gateway v0.0.0
 	github.com/docrender/docrender/pkg v0.0.0
 	github.com/docrender/docrender/proto v0.0.0
@@ -87,6 +88,7 @@ require (
 )
 
 replace (
+	github.com/docrender/docrender/client => ../client
 	github.com/docrender/docrender/gateway => ../gateway
 	github.com/docrender/docrender/pkg => ../pkg
 	github.com/docrender/docrender/proto => ../proto

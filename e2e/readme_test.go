@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	drclient "github.com/docrender/docrender/pkg/client"
+	drclient "github.com/docrender/docrender/client"
 )
 
 // readmeBlock is one fenced shell example of README.md.

@@ -13,7 +13,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/docrender/docrender/cli/term"
-	"github.com/docrender/docrender/pkg/client"
+	"github.com/docrender/docrender/client"
 )
 
 // runFiles is `docrender files ls|rm`.

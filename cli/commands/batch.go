@@ -12,7 +12,7 @@ import (
 
 	"github.com/docrender/docrender/cli/progress"
 	"github.com/docrender/docrender/cli/term"
-	"github.com/docrender/docrender/pkg/client"
+	"github.com/docrender/docrender/client"
 )
 
 // runBatch is `docrender batch DIR`: every .html file of DIR is a

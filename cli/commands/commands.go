@@ -1,5 +1,5 @@
 // Package commands is the docrender command line: each command is a small
-// function over pkg/client, run by Run, which turns every failure into a
+// function over client/, run by Run, which turns every failure into a
 // message and an exit code by its class.
 package commands
 
@@ -14,7 +14,7 @@ import (
 	"strings"
 
 	"github.com/docrender/docrender/cli/term"
-	"github.com/docrender/docrender/pkg/client"
+	"github.com/docrender/docrender/client"
 )
 
 // Exit codes, by class of failure (documented in `docrender help`).

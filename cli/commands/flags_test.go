@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/docrender/docrender/pkg/client"
+	"github.com/docrender/docrender/client"
 )
 
 func TestParseArgsInterleaved(t *testing.T) {

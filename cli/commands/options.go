@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/docrender/docrender/pkg/client"
+	"github.com/docrender/docrender/client"
 )
 
 var durationType = reflect.TypeFor[client.Duration]()

@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/docrender/docrender/pkg/client"
+	"github.com/docrender/docrender/client"
 )
 
 func TestParseOptions(t *testing.T) {

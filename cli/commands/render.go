@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/docrender/docrender/cli/term"
-	"github.com/docrender/docrender/pkg/client"
+	"github.com/docrender/docrender/client"
 )
 
 func isURL(s string) bool {

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/docrender/docrender/cli/term"
-	"github.com/docrender/docrender/pkg/client"
+	"github.com/docrender/docrender/client"
 )
 
 // Mode is how progress is shown.

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/docrender/docrender/pkg/client"
+	"github.com/docrender/docrender/client"
 )
 
 func TestRender(t *testing.T) {

@@ -157,15 +157,25 @@ func TestNewRejectsBadBaseURL(t *testing.T) {
 }
 
 // The client is for any Go program: the standard library only (and
-// nothing of this repository's other packages).
+// nothing of this repository's other packages), in a module of its own that
+// requires nothing, so go get of it brings nothing of the server (DESIGN §1).
 func TestStandardLibraryOnly(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
 	deps := strings.Fields(string(out))
-	if len(deps) != 1 || deps[0] != "github.com/docrender/docrender/pkg/client" {
+	if len(deps) != 1 || deps[0] != "github.com/docrender/docrender/client" {
 		t.Errorf("non-standard dependencies: %v", deps)
+	}
+	cmd := exec.Command("go", "list", "-m", "all")
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	out, err = cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -m all: %v", err)
+	}
+	if mods := strings.Fields(string(out)); len(mods) != 1 || mods[0] != "github.com/docrender/docrender/client" {
+		t.Errorf("the client's module requires more than itself: %v", mods)
 	}
 }
 
