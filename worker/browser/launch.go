@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/user"
@@ -53,6 +54,135 @@ func chromiumAccount(name string) (*account, error) {
 	return &account{name: name, uid: uint32(uid), gid: uint32(gid)}, nil
 }
 
+// may reports whether a has permission bit (4 read, 2 write, 1 execute or
+// search) on the file fi describes, as the kernel decides from the mode
+// bits for a's uid and gid alone: Chromium gets no supplementary groups.
+// ACLs are not read.
+func (a *account) may(fi fs.FileInfo, bit fs.FileMode) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if a.uid == 0 || !ok {
+		return true
+	}
+	perm := fi.Mode().Perm()
+	switch {
+	case st.Uid == a.uid:
+		return perm&(bit<<6) != 0
+	case st.Gid == a.gid:
+		return perm&(bit<<3) != 0
+	}
+	return perm&bit != 0
+}
+
+// blockedDir returns the first directory on the way to path (path itself
+// too, when it is a directory) that a cannot enter; "" when a can reach
+// path. Both the path as written and the one its symbolic links lead to
+// are walked, as the kernel walks both.
+func (a *account) blockedDir(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	resolved, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", err
+	}
+	for _, p := range []string{abs, resolved} {
+		var dirs []string
+		for d := p; ; d = filepath.Dir(d) {
+			dirs = append(dirs, d)
+			if d == filepath.Dir(d) {
+				break
+			}
+		}
+		for i := len(dirs) - 1; i >= 0; i-- {
+			fi, err := os.Stat(dirs[i])
+			if err != nil {
+				return "", err
+			}
+			if !fi.IsDir() {
+				break
+			}
+			if !a.may(fi, 1) {
+				return dirs[i], nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// checkBinary says, before a launch, why acct could not run bin: a
+// directory on the way it cannot enter, or the file's mode. Started
+// anyway, the child would fail with a bare "permission denied".
+func (a *account) checkBinary(bin string) error {
+	blocked, err := a.blockedDir(bin)
+	if err != nil {
+		return fmt.Errorf("browser: %s: %w", bin, err)
+	}
+	if blocked != "" {
+		return fmt.Errorf("browser: chromium runs as user %s, which cannot enter %s on the way to %s: "+
+			"install the browser where %s can reach it (DOCRENDER_CHROMIUM_PATH), or set DOCRENDER_CHROMIUM_USER to a user who can",
+			a.name, blocked, bin, a.name)
+	}
+	fi, err := os.Stat(bin)
+	if err != nil {
+		return fmt.Errorf("browser: %s: %w", bin, err)
+	}
+	if !a.may(fi, 1) {
+		return fmt.Errorf("browser: chromium runs as user %s, which may not run %s (mode %s): "+
+			"make it executable by %s (DOCRENDER_CHROMIUM_PATH), or set DOCRENDER_CHROMIUM_USER to a user who may",
+			a.name, bin, fi.Mode(), a.name)
+	}
+	return nil
+}
+
+// profileRoot is where Chromium's directories are made: tmpdir (the
+// worker's TMPDIR) when acct can reach it, else the first of fallbacks it
+// can reach, with a warning saying so. The worker's own TMPDIR may well be
+// closed to others (a root-only /root/tmp), and Chromium, as acct, must
+// enter its directory. Without acct, the worker makes and runs in tmpdir.
+func profileRoot(acct *account, tmpdir string, fallbacks ...string) (root, warning string, err error) {
+	if acct == nil {
+		return tmpdir, "", nil
+	}
+	var refused []string
+	for i, dir := range append([]string{tmpdir}, fallbacks...) {
+		blocked, err := acct.blockedDir(dir)
+		switch {
+		case errors.Is(err, fs.ErrNotExist) && i > 0:
+			continue
+		case err != nil:
+			return "", "", fmt.Errorf("browser: directory for chromium's profile: %w", err)
+		case blocked == "" && i == 0:
+			return dir, "", nil
+		case blocked == "":
+			return dir, fmt.Sprintf("chromium runs as user %s, which cannot enter %s: its profile goes under %s instead; "+
+				"set TMPDIR to a directory %s can reach, or DOCRENDER_CHROMIUM_USER to a user who can reach TMPDIR",
+				acct.name, strings.Join(refused, ", nor "), dir, acct.name), nil
+		}
+		name := ""
+		if i == 0 {
+			name = "TMPDIR"
+		}
+		switch {
+		case blocked == dir && name != "":
+			refused = append(refused, fmt.Sprintf("%s (%s)", dir, name))
+		case blocked == dir:
+			refused = append(refused, dir)
+		default:
+			refused = append(refused, fmt.Sprintf("%s (on the way to %s)", blocked, strings.TrimSpace(name+" "+dir)))
+		}
+	}
+	return "", "", fmt.Errorf("browser: chromium runs as user %s, which cannot enter %s: "+
+		"set TMPDIR to a directory %s can reach (every directory on the way searchable by it, as /tmp usually is), "+
+		"or DOCRENDER_CHROMIUM_USER to a user who can reach TMPDIR", acct.name, strings.Join(refused, ", nor "), acct.name)
+}
+
+// defaultProfileRoot is profileRoot for the worker's TMPDIR, falling back
+// on the usual temporary directories, open to all.
+func defaultProfileRoot(acct *account) (root, warning string, err error) {
+	return profileRoot(acct, os.TempDir(), "/tmp", "/var/tmp")
+}
+
 // process is one running Chromium: a process group of its own, with a
 // directory of its own as its home, profile and temporary files.
 type process struct {
@@ -61,10 +191,16 @@ type process struct {
 	exited chan struct{}
 }
 
-// startChromium runs bin with args as acct (nil: as the worker) and returns
-// the process and its DevTools WebSocket address.
-func startChromium(bin string, args []string, acct *account) (*process, string, error) {
-	dir, err := os.MkdirTemp("", "docrender-chromium-")
+// startChromium runs bin with args as acct (nil: as the worker), in a new
+// directory under root (profileRoot), and returns the process and its
+// DevTools WebSocket address.
+func startChromium(bin string, args []string, acct *account, root string) (*process, string, error) {
+	if acct != nil {
+		if err := acct.checkBinary(bin); err != nil {
+			return nil, "", err
+		}
+	}
+	dir, err := os.MkdirTemp(root, "docrender-chromium-")
 	if err != nil {
 		return nil, "", fmt.Errorf("browser: profile dir: %w", err)
 	}
@@ -98,6 +234,11 @@ func startChromium(bin string, args []string, acct *account) (*process, string, 
 	if err != nil {
 		r.Close()
 		os.RemoveAll(dir)
+		if acct != nil && errors.Is(err, fs.ErrPermission) {
+			// The checks above read the mode bits; ACLs, a noexec mount or
+			// a security module can refuse what those allow.
+			return nil, "", fmt.Errorf("browser: start %s as user %s, who must be able to run it and enter %s: %w", bin, acct.name, dir, err)
+		}
 		return nil, "", fmt.Errorf("browser: start %s: %w", bin, err)
 	}
 	p := &process{cmd: cmd, dir: dir, exited: make(chan struct{})}

@@ -78,7 +78,11 @@ func TestSandboxRefusedByContainerFailsLoudly(t *testing.T) {
 		t.Skipf("no Chromium: %v", err)
 	}
 	// The test binary under the name above, where Chromium's user can run it.
-	dir, err := os.MkdirTemp("", "docrender-nouserns-")
+	reachable, err := browser.ReachableDir("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp(reachable, "docrender-nouserns-")
 	if err != nil {
 		t.Fatal(err)
 	}

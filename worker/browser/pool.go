@@ -132,6 +132,8 @@ type Pool struct {
 	wg        sync.WaitGroup
 	// acct is who Chromium runs as; nil: the worker's own user.
 	acct *account
+	// profiles is where each Chromium's directory is made (profileRoot).
+	profiles string
 }
 
 const debianHeadlessShell = "/usr/lib/chromium/chromium-headless-shell"
@@ -174,7 +176,14 @@ func Start(ctx context.Context, cfg Config) (*Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pool{cfg: cfg, ready: make(chan *slot, cfg.Tabs), stop: make(chan struct{}), acct: acct,
+	profiles, warning, err := defaultProfileRoot(acct)
+	if err != nil {
+		return nil, err
+	}
+	if warning != "" {
+		cfg.Log.Warn(warning)
+	}
+	p := &Pool{cfg: cfg, ready: make(chan *slot, cfg.Tabs), stop: make(chan struct{}), acct: acct, profiles: profiles,
 		changed: make(chan struct{}), kick: make(chan struct{}, 1)}
 	p.unhealthy.Store(int64(unhealthyAfter))
 	if cfg.NoSandbox {
@@ -207,7 +216,7 @@ func Start(ctx context.Context, cfg Config) (*Pool, error) {
 }
 
 func (p *Pool) launch(gen int64) (*instance, error) {
-	proc, ws, err := startChromium(p.binary(), chromiumArgs(p.cfg.Proxy, !p.cfg.NoSandbox), p.acct)
+	proc, ws, err := startChromium(p.binary(), chromiumArgs(p.cfg.Proxy, !p.cfg.NoSandbox), p.acct, p.profiles)
 	if err != nil {
 		if !p.cfg.NoSandbox && strings.Contains(strings.ToLower(err.Error()), "sandbox") {
 			return nil, fmt.Errorf("%w; %s", err, sandboxHelp(p.acct))
