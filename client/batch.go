@@ -48,6 +48,10 @@ type BatchRequest struct {
 	// Host stores the ZIP behind an expiring link (StartBatch only; the
 	// synchronous calls are GenerateBatch and GenerateBatchHosted).
 	Host bool `json:"-"`
+	// IdempotencyKey, when set, makes a repeat of this request join the
+	// batch the first one started (DESIGN §4.20): a client cut off while it
+	// waits gets the batch it paid for, charged once.
+	IdempotencyKey string `json:"-"`
 }
 
 func (r BatchRequest) body(stream, host bool) (func() (io.ReadCloser, string, error), error) {
@@ -78,7 +82,7 @@ func (c *Client) GenerateBatch(ctx context.Context, r BatchRequest) (*Download, 
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.do(ctx, &request{method: http.MethodPost, path: "/pdf/generate-batch", auth: authKey, body: body})
+	resp, err := c.do(ctx, &request{method: http.MethodPost, path: "/pdf/generate-batch", auth: authKey, body: body, idempotencyKey: r.IdempotencyKey})
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +97,7 @@ func (c *Client) GenerateBatchHosted(ctx context.Context, r BatchRequest) (*Host
 		return nil, err
 	}
 	var h HostedZip
-	return &h, c.doJSON(ctx, &request{method: http.MethodPost, path: "/pdf/generate-batch", auth: authKey, body: body}, &h)
+	return &h, c.doJSON(ctx, &request{method: http.MethodPost, path: "/pdf/generate-batch", auth: authKey, body: body, idempotencyKey: r.IdempotencyKey}, &h)
 }
 
 // BatchStarted is the answer of StartBatch.
@@ -112,7 +116,7 @@ func (c *Client) StartBatch(ctx context.Context, r BatchRequest) (*BatchStarted,
 		return nil, err
 	}
 	var s BatchStarted
-	return &s, c.doJSON(ctx, &request{method: http.MethodPost, path: "/pdf/generate-batch", auth: authKey, body: body}, &s)
+	return &s, c.doJSON(ctx, &request{method: http.MethodPost, path: "/pdf/generate-batch", auth: authKey, body: body, idempotencyKey: r.IdempotencyKey}, &s)
 }
 
 // Progress is a batch's progress record (spec 2.5).

@@ -20,7 +20,12 @@
 //     starting a batch, deleting the account, admin changes) only on 503
 //     and on 429 carrying Retry-After, the answers of a service that did
 //     nothing. A 500 may come after the work was done (a second key, a
-//     second batch), so it is returned, never retried.
+//     second batch), so it is returned, never retried;
+//   - a generate, merge or batch sent with an IdempotencyKey (DESIGN §4.20)
+//     is safe to repeat whatever happened: it is retried as the first kind,
+//     and also when the connection was lost before an answer (a gateway
+//     restarting), since the service answers the repeat with the first
+//     one's outcome, charged once.
 //
 // A local file that cannot be read while it is uploaded is an
 // *UploadError, whatever the transport wrapped it in.
@@ -281,6 +286,11 @@ type request struct {
 	// repeat says whether a 500 may be retried; the zero value goes by
 	// the method.
 	repeat repeatability
+	// idempotencyKey, when set, is sent as Idempotency-Key (DESIGN §4.20):
+	// the request is then safe to repeat, after a 500 and after a
+	// connection lost on the way (a gateway restarting), since the service
+	// answers a repeat with the first one's outcome, charged once.
+	idempotencyKey string
 }
 
 // repeatability is whether sending a request twice is harmless.
@@ -298,6 +308,9 @@ const (
 
 // repeatable reports whether r may be sent again after a 500.
 func (r *request) repeatable() bool {
+	if r.idempotencyKey != "" {
+		return true
+	}
 	if r.repeat != byMethod {
 		return r.repeat == safeToRepeat
 	}
@@ -326,7 +339,15 @@ func (c *Client) do(ctx context.Context, r *request) (*http.Response, error) {
 	for attempt := 1; ; attempt++ {
 		resp, err := c.send(ctx, r)
 		if err != nil {
-			return nil, err
+			var ue *UploadError
+			if r.idempotencyKey == "" || ctx.Err() != nil || errors.As(err, &ue) || attempt >= c.retry.MaxAttempts || r.noRetry {
+				return nil, err
+			}
+			// Lost on the way: the key makes sending it again safe.
+			if serr := c.sleep(ctx, c.retry.backoff(attempt)); serr != nil {
+				return nil, err
+			}
+			continue
 		}
 		if okStatus(resp.StatusCode, r.ok) {
 			return resp, nil
@@ -380,6 +401,9 @@ func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
 	}
 	if ctype != "" {
 		req.Header.Set("Content-Type", ctype)
+	}
+	if r.idempotencyKey != "" {
+		req.Header.Set("Idempotency-Key", r.idempotencyKey)
 	}
 	req.Header.Set("User-Agent", c.userAgent)
 	c.authorize(req, r.auth)

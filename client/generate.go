@@ -184,6 +184,9 @@ type Download struct {
 	CacheHit bool
 	// BatchID names the batch of a batch ZIP.
 	BatchID string
+	// Replayed is true when the answer is a kept one given again for a
+	// repeat of a request with an IdempotencyKey (DESIGN §4.20).
+	Replayed bool
 }
 
 // Bytes reads the whole file and closes Body.
@@ -242,7 +245,7 @@ func parseReportHeader(h string) *ReportCounts {
 func newDownload(resp *http.Response) *Download {
 	d := &Download{Body: resp.Body, ContentType: resp.Header.Get("Content-Type"), Size: resp.ContentLength,
 		Report: parseReportHeader(resp.Header.Get("Docrender-Render-Report")), CacheHit: resp.Header.Get("X-Cache") == "HIT",
-		BatchID: resp.Header.Get("X-Batch-Id")}
+		BatchID: resp.Header.Get("X-Batch-Id"), Replayed: resp.Header.Get("Idempotent-Replayed") == "true"}
 	if _, params, err := mime.ParseMediaType(resp.Header.Get("Content-Disposition")); err == nil {
 		d.Name = params["filename"]
 	}
@@ -282,7 +285,14 @@ type GenerateRequest struct {
 	Files   []Upload
 	URL     string
 	Options *PDFOptions
+	// IdempotencyKey, when set, makes a repeat of this request (a retry
+	// after a lost connection or a 500, by this client or a later run)
+	// answered with the first one's PDF, charged once (DESIGN §4.20): a
+	// unique ID per document, 1–255 printable ASCII characters.
+	IdempotencyKey string
 }
+
+func (r GenerateRequest) idempotencyKey() string { return r.IdempotencyKey }
 
 func (r GenerateRequest) body(host bool) (func() (io.ReadCloser, string, error), error) {
 	if (len(r.Files) == 0) == (r.URL == "") {
@@ -313,6 +323,7 @@ func (c *Client) GenerateHosted(ctx context.Context, r GenerateRequest) (*Hosted
 // host:true to its options.
 type form interface {
 	body(host bool) (func() (io.ReadCloser, string, error), error)
+	idempotencyKey() string
 }
 
 // postForm sends f to path and returns the file it answers.
@@ -321,7 +332,7 @@ func (c *Client) postForm(ctx context.Context, path string, f form) (*Download, 
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.do(ctx, &request{method: http.MethodPost, path: path, auth: authKey, repeat: safeToRepeat, body: body})
+	resp, err := c.do(ctx, &request{method: http.MethodPost, path: path, auth: authKey, repeat: safeToRepeat, body: body, idempotencyKey: f.idempotencyKey()})
 	if err != nil {
 		return nil, err
 	}
@@ -335,14 +346,18 @@ func (c *Client) postFormHosted(ctx context.Context, path string, f form) (*Host
 		return nil, err
 	}
 	var h Hosted
-	return &h, c.doJSON(ctx, &request{method: http.MethodPost, path: path, auth: authKey, repeat: safeToRepeat, body: body}, &h)
+	return &h, c.doJSON(ctx, &request{method: http.MethodPost, path: path, auth: authKey, repeat: safeToRepeat, body: body, idempotencyKey: f.idempotencyKey()}, &h)
 }
 
 // MergeRequest is the PDFs to merge, in order, and the options.
 type MergeRequest struct {
 	Files   []Upload
 	Options *MergeOptions
+	// IdempotencyKey: as GenerateRequest's.
+	IdempotencyKey string
 }
+
+func (r MergeRequest) idempotencyKey() string { return r.IdempotencyKey }
 
 func (r MergeRequest) body(host bool) (func() (io.ReadCloser, string, error), error) {
 	if len(r.Files) == 0 {

@@ -245,6 +245,13 @@ func TestRetryByRepeatability(t *testing.T) {
 			return err
 		}, true},
 		{"qr code", func(c *Client) error { _, err := c.QRCodeDataURL(ctx, QRRequest{Data: "x"}); return err }, true},
+		// An Idempotency-Key makes a batch safe to repeat (DESIGN §4.20).
+		{"keyed batch", func(c *Client) error {
+			b := batch
+			b.IdempotencyKey = "k1"
+			_, err := c.GenerateBatchHosted(ctx, b)
+			return err
+		}, true},
 	}
 	for _, cl := range calls {
 		for _, a := range []answer{{500, ""}, {503, ""}, {503, "1"}, {429, "1"}} {
@@ -266,5 +273,49 @@ func TestRetryByRepeatability(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A keyed request lost on the way (the connection cut before an answer, as
+// by a gateway restarting) is sent again with the same key; an unkeyed one
+// is not, since it may have been done.
+func TestLostConnectionRetriedWithKey(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		key  string
+		want int
+	}{{"order-42", 2}, {"", 1}} {
+		t.Run(fmt.Sprintf("key %q", tc.key), func(t *testing.T) {
+			var mu sync.Mutex
+			var keys []string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				mu.Lock()
+				keys = append(keys, r.Header.Get("Idempotency-Key"))
+				first := len(keys) == 1
+				mu.Unlock()
+				if first {
+					conn, _, _ := http.NewResponseController(w).Hijack()
+					conn.Close()
+					return
+				}
+				w.Header().Set("Content-Type", "application/zip")
+				w.Write([]byte("PK"))
+			}))
+			defer srv.Close()
+			c := newTestClient(t, srv.URL)
+			c.sleep = func(context.Context, time.Duration) error { return nil }
+			_, err := c.GenerateBatch(ctx, BatchRequest{Documents: []BatchDocument{{FileName: "a", HTMLContent: "a"}}, IdempotencyKey: tc.key})
+			mu.Lock()
+			defer mu.Unlock()
+			if len(keys) != tc.want || (tc.want == 1) != (err != nil) {
+				t.Fatalf("%d requests (keys %q), err %v; want %d", len(keys), keys, err, tc.want)
+			}
+			for _, k := range keys {
+				if k != tc.key {
+					t.Fatalf("sent key %q, want %q", k, tc.key)
+				}
+			}
+		})
 	}
 }
