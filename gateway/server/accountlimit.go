@@ -59,7 +59,14 @@ func (s *Server) limitAccount(inFlight bool) echo.MiddlewareFunc {
 			if err != nil {
 				return err
 			}
-			defer release()
+			defer func() {
+				// An answer already written goes out before the slot's
+				// store write: the client does not wait for it.
+				if c.Response().Committed {
+					c.Response().Flush()
+				}
+				release()
+			}()
 			return next(c)
 		}
 	}

@@ -148,8 +148,14 @@ func (s *Server) sendBlob(c echo.Context, key, name, ctype, disposition string) 
 	if c.Request().Method == http.MethodHead {
 		return nil
 	}
-	_, err = io.Copy(c.Response(), rc)
-	return err
+	if _, err = io.Copy(c.Response(), rc); err != nil {
+		return err
+	}
+	// The whole answer goes out now: what the handler still does after it
+	// (deleting the job's files, giving back the account's slot) is not the
+	// client's wait.
+	c.Response().Flush()
+	return nil
 }
 
 // contentDisposition quotes name for old clients and gives the UTF-8 form

@@ -114,8 +114,10 @@ func (s *Server) beginIdempotent(c echo.Context, u *account.User, fp string) (*i
 		claim, o, err := s.idem.Begin(ctx, u.ID, st.key, fp)
 		switch {
 		case errors.Is(err, idempotency.ErrConflict):
-			return nil, apierr.New(http.StatusConflict, "This Idempotency-Key was already used for a different request.").
+			e := apierr.New(http.StatusConflict, "This Idempotency-Key was already used for a different request.").
 				WithHint("Send a new Idempotency-Key for a new request; reuse a key only to retry the same request.")
+			e.Extra = map[string]any{"field": headerIdempotencyKey}
+			return nil, e
 		case err != nil:
 			return nil, err
 		case claim != nil:

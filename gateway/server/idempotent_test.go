@@ -108,7 +108,7 @@ func TestIdempotencyKeyConflictsAndBadKeys(t *testing.T) {
 		return req{method: "POST", path: "/pdf/generate", body: multipartBody(t, "", [2]string{"index.html", body})}
 	}
 	g.do(keyed(gen("<p>one</p>"), "k")).check(t, expect{status: 200})
-	g.do(keyed(gen("<p>two</p>"), "k")).check(t, expect{status: 409, code: "CONFLICT", msg: "Idempotency-Key"})
+	g.do(keyed(gen("<p>two</p>"), "k")).check(t, expect{status: 409, code: "CONFLICT", msg: "Idempotency-Key", field: "Idempotency-Key"})
 	g.do(keyed(req{method: "POST", path: "/pdf/generate-batch", body: map[string]any{"documents": []map[string]string{{"fileName": "a", "htmlContent": "x"}}, "stream": true}}, "k")).
 		check(t, expect{status: 409, code: "CONFLICT", msg: "Idempotency-Key"})
 	for _, bad := range []string{strings.Repeat("k", 256), "caf\xc3\xa9", "tab\there"} {

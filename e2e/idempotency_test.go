@@ -1,0 +1,117 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"sync"
+	"testing"
+)
+
+// TestIdempotencyKeyThroughTheService: every route that creates work,
+// through the real gateway, queue and Chromium (DESIGN §4.20). The same
+// keyed request sent again while it runs joins it, and once done is
+// answered again with the same bytes, hosted file or batch, charged once; a
+// failed one is judged afresh; another request under the key is a 409.
+func TestIdempotencyKeyThroughTheService(t *testing.T) {
+	svc := sharedService(t)
+	key := func(k string) map[string]string { return map[string]string{"Idempotency-Key": k} }
+	// send posts b with header h and the API key, and reads the answer whole.
+	send := func(c *client, path string, b func() body, h map[string]string) (*http.Response, []byte) {
+		t.Helper()
+		h2 := map[string]string{"X-API-Key": c.Key}
+		for k, v := range h {
+			h2[k] = v
+		}
+		resp := c.do("POST", path, b(), h2)
+		return resp, readAll(t, resp)
+	}
+
+	t.Run("sync batch joined and answered again", func(t *testing.T) {
+		c := newClient(t, svc)
+		docs := []map[string]any{
+			{"fileName": "a", "htmlContent": "<h1>IDEM A</h1>"},
+			{"fileName": "b", "htmlContent": "<h1>IDEM B</h1>", "waitDelay": "500ms"},
+		}
+		b := func() body { return jsonBody(map[string]any{"documents": docs}) }
+		var wg sync.WaitGroup
+		answers := make([][]byte, 2)
+		resps := make([]*http.Response, 2)
+		for i := range answers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				resps[i], answers[i] = send(c, "/pdf/generate-batch", b, key("batch-1"))
+			}()
+		}
+		wg.Wait()
+		for i, r := range resps {
+			if r.StatusCode != http.StatusOK || r.Header.Get("Content-Type") != "application/zip" {
+				t.Fatalf("answer %d: %d %s %.200s", i, r.StatusCode, r.Header.Get("Content-Type"), answers[i])
+			}
+		}
+		if !bytes.Equal(answers[0], answers[1]) || resps[0].Header.Get("X-Batch-Id") != resps[1].Header.Get("X-Batch-Id") {
+			t.Fatal("the two copies got different batches")
+		}
+		names, files := unzip(t, answers[0])
+		if len(names) != 2 || !bytes.Contains([]byte(text(t, files["b.pdf"])), []byte("IDEM B")) {
+			t.Fatalf("ZIP holds %v", names)
+		}
+		again, zip := send(c, "/pdf/generate-batch", b, key("batch-1"))
+		if again.StatusCode != http.StatusOK || !bytes.Equal(zip, answers[0]) || again.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("the retry after the end: %d, same ZIP %v, replayed %q", again.StatusCode, bytes.Equal(zip, answers[0]), again.Header.Get("Idempotent-Replayed"))
+		}
+		if n := c.usage(); n != 2 {
+			t.Fatalf("conversions used %d, want 2 (one batch of two)", n)
+		}
+	})
+
+	t.Run("hosted generate and merge answered again", func(t *testing.T) {
+		c := newClient(t, svc)
+		gen := func() body { return multipartBody([]file{htmlFile("index.html", "<h1>IDEM hosted</h1>")}, map[string]any{"host": true}) }
+		r1, b1 := send(c, "/pdf/generate", gen, key("gen-1"))
+		r2, b2 := send(c, "/pdf/generate", gen, key("gen-1"))
+		var h1, h2 struct{ PdfID, URL string }
+		_ = json.Unmarshal(b1, &h1)
+		_ = json.Unmarshal(b2, &h2)
+		if r1.StatusCode != 200 || r2.StatusCode != 200 || h1.PdfID == "" || h1.PdfID != h2.PdfID || r2.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("hosted answers %s / %s", b1, b2)
+		}
+		pdf := c.generatePDF("<h1>IDEM part</h1>", nil)
+		merge := func() body {
+			return multipartBody([]file{{Field: "files", Name: "a.pdf", Type: "application/pdf", Data: pdf},
+				{Field: "files", Name: "b.pdf", Type: "application/pdf", Data: pdf}}, nil)
+		}
+		m1, mb1 := send(c, "/pdf/merge", merge, key("merge-1"))
+		m2, mb2 := send(c, "/pdf/merge", merge, key("merge-1"))
+		if m1.StatusCode != 200 || m2.StatusCode != 200 || !bytes.Equal(mb1, mb2) || info(t, mb2).Pages != 2 || m2.Header.Get("X-PDF-Pages") != "2" {
+			t.Fatalf("merge answers %d / %d, same %v", m1.StatusCode, m2.StatusCode, bytes.Equal(mb1, mb2))
+		}
+		if n := c.usage(); n != 3 {
+			t.Fatalf("conversions used %d, want 3 (a generate, a merge, the merge's input)", n)
+		}
+	})
+
+	t.Run("failure judged afresh, conflict, bad key", func(t *testing.T) {
+		c := newClient(t, svc)
+		noHTML := func() body { return multipartBody([]file{{Field: "files", Name: "a.css", Type: "text/css", Data: []byte("p{}")}}, nil) }
+		resp, _ := send(c, "/pdf/generate", noHTML, key("k"))
+		if resp.StatusCode != 400 {
+			t.Fatalf("no HTML: %d", resp.StatusCode)
+		}
+		ok := func() body { return multipartBody([]file{htmlFile("index.html", "<h1>IDEM ok</h1>")}, nil) }
+		resp, pdf := send(c, "/pdf/generate", ok, key("k"))
+		if resp.StatusCode != 200 || !bytes.Contains([]byte(text(t, pdf)), []byte("IDEM ok")) {
+			t.Fatalf("after a 400 the key runs afresh: %d", resp.StatusCode)
+		}
+		other := func() body { return multipartBody([]file{htmlFile("index.html", "<h1>IDEM other</h1>")}, nil) }
+		r := c.do("POST", "/pdf/generate", other(), map[string]string{"X-API-Key": c.Key, "Idempotency-Key": "k"})
+		if e := expectError(t, r, http.StatusConflict, "CONFLICT"); e.Raw["field"] != "Idempotency-Key" {
+			t.Fatalf("conflict names %v", e.Raw["field"])
+		}
+		r = c.do("POST", "/pdf/generate", other(), map[string]string{"X-API-Key": c.Key, "Idempotency-Key": string(bytes.Repeat([]byte("x"), 256))})
+		if e := expectError(t, r, http.StatusBadRequest, "BAD_REQUEST"); e.Raw["field"] != "Idempotency-Key" {
+			t.Fatalf("bad key names %v", e.Raw["field"])
+		}
+	})
+}
