@@ -68,7 +68,9 @@ func TestIdempotencyKeyThroughTheService(t *testing.T) {
 
 	t.Run("hosted generate and merge answered again", func(t *testing.T) {
 		c := newClient(t, svc)
-		gen := func() body { return multipartBody([]file{htmlFile("index.html", "<h1>IDEM hosted</h1>")}, map[string]any{"host": true}) }
+		gen := func() body {
+			return multipartBody([]file{htmlFile("index.html", "<h1>IDEM hosted</h1>")}, map[string]any{"host": true})
+		}
 		r1, b1 := send(c, "/pdf/generate", gen, key("gen-1"))
 		r2, b2 := send(c, "/pdf/generate", gen, key("gen-1"))
 		var h1, h2 struct{ PdfID, URL string }
@@ -94,7 +96,9 @@ func TestIdempotencyKeyThroughTheService(t *testing.T) {
 
 	t.Run("failure judged afresh, conflict, bad key", func(t *testing.T) {
 		c := newClient(t, svc)
-		noHTML := func() body { return multipartBody([]file{{Field: "files", Name: "a.css", Type: "text/css", Data: []byte("p{}")}}, nil) }
+		noHTML := func() body {
+			return multipartBody([]file{{Field: "files", Name: "a.css", Type: "text/css", Data: []byte("p{}")}}, nil)
+		}
 		resp, _ := send(c, "/pdf/generate", noHTML, key("k"))
 		if resp.StatusCode != 400 {
 			t.Fatalf("no HTML: %d", resp.StatusCode)

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/docrender/docrender/pkg/blob"
 	"github.com/docrender/docrender/proto/jobspb"
@@ -98,8 +99,14 @@ func TestWatermarkImageTravelsByKey(t *testing.T) {
 			if len(g.queue.submitted) != 1 || key == "" {
 				t.Fatalf("%d jobs ran", len(g.queue.submitted))
 			}
-			if _, err := g.srv.Blobs.Stat(context.Background(), key); !errors.Is(err, blob.ErrNotFound) {
-				t.Fatalf("image left after the answer: %v", err)
+			// Deleted right after the answer went out (sendBlob flushes it
+			// first, so the client does not wait for the cleanup).
+			deadline := time.Now().Add(5 * time.Second)
+			for _, err := g.srv.Blobs.Stat(context.Background(), key); !errors.Is(err, blob.ErrNotFound); _, err = g.srv.Blobs.Stat(context.Background(), key) {
+				if time.Now().After(deadline) {
+					t.Fatalf("image left after the answer: %v", err)
+				}
+				time.Sleep(10 * time.Millisecond)
 			}
 		})
 	}
