@@ -14,10 +14,24 @@ import (
 
 // Per-account limits (DESIGN §5): DOCRENDER_PLAN_<PLAN>_RATE keyed requests
 // a minute, and DOCRENDER_PLAN_<PLAN>_CONCURRENCY requests in flight at once
-// (generate, merge, a batch counting one). Both live in the state store, so
-// every gateway counts the same requests. Rate windows are fixed minutes;
+// (generate, merge, a batch counting one). Both live in Limits: the state
+// store, so every gateway counts the same requests, or memory when this
+// gateway is the only one. Rate windows are fixed minutes;
 // in-flight requests are leases in an index scored by their expiry, so the
 // leases of a gateway that died pass by themselves.
+// Limits is where rate windows and in-flight leases are counted: the
+// state store's operations of the same names (every gateway shares them),
+// or memlimits for a gateway that is the only one (the embedded mode,
+// where every bbolt write is an fsync on the request's way). Nothing in it
+// needs to outlive the process.
+type Limits interface {
+	IncrBy(ctx context.Context, key string, delta int64, ttl time.Duration) (int64, error)
+	IndexAdd(ctx context.Context, index, member string, score float64) error
+	IndexAddIfBelow(ctx context.Context, index, member string, score, floor float64, limit int64) (bool, error)
+	IndexRemove(ctx context.Context, index, member string) (bool, error)
+	IndexRange(ctx context.Context, index string, min, max float64, offset, count int, desc bool) ([]string, error)
+}
+
 const (
 	rateWindow = time.Minute
 	// leaseTTL outlasts the longest request (a synchronous batch's wait).
@@ -41,7 +55,7 @@ func (s *Server) limitAccount(inFlight bool) echo.MiddlewareFunc {
 			ctx := c.Request().Context()
 			now := time.Now()
 			key, reset := windowKey("ratelimit:"+u.ID, rateWindow, now)
-			n, err := s.State.IncrBy(ctx, key, 1, rateWindow+time.Minute)
+			n, err := s.limits.IncrBy(ctx, key, 1, rateWindow+time.Minute)
 			if err != nil {
 				return fmt.Errorf("rate limit: %w", err)
 			}
@@ -78,7 +92,7 @@ func (s *Server) takeSlot(ctx context.Context, account string, limit int) (relea
 	index := "inflight:" + account
 	lease := ids.New()
 	now := time.Now()
-	ok, err := s.State.IndexAddIfBelow(ctx, index, lease, unixMilli(now.Add(leaseTTL)), unixMilli(now), int64(limit))
+	ok, err := s.limits.IndexAddIfBelow(ctx, index, lease, unixMilli(now.Add(leaseTTL)), unixMilli(now), int64(limit))
 	if err != nil {
 		return nil, fmt.Errorf("concurrency limit: %w", err)
 	}
@@ -88,7 +102,7 @@ func (s *Server) takeSlot(ctx context.Context, account string, limit int) (relea
 		return nil, rateLimited(fmt.Sprintf("Too many requests at once: the plan allows %d in flight.", limit), time.Second)
 	}
 	return func() {
-		if _, err := s.State.IndexRemove(context.WithoutCancel(ctx), index, lease); err != nil {
+		if _, err := s.limits.IndexRemove(context.WithoutCancel(ctx), index, lease); err != nil {
 			s.Log.Warn("concurrency limit: lease not given back; it expires", "account", account, "err", err)
 		}
 	}, nil
@@ -96,12 +110,12 @@ func (s *Server) takeSlot(ctx context.Context, account string, limit int) (relea
 
 // sweepLeases removes expired leases (of requests whose gateway died).
 func (s *Server) sweepLeases(ctx context.Context, index string) {
-	dead, err := s.State.IndexRange(ctx, index, math.Inf(-1), unixMilli(time.Now()), 0, leaseSweep, false)
+	dead, err := s.limits.IndexRange(ctx, index, math.Inf(-1), unixMilli(time.Now()), 0, leaseSweep, false)
 	if err != nil {
 		return
 	}
 	for _, m := range dead {
-		_, _ = s.State.IndexRemove(ctx, index, m)
+		_, _ = s.limits.IndexRemove(ctx, index, m)
 	}
 }
 
@@ -126,7 +140,7 @@ func (s *Server) takeStreamSlot(ctx context.Context, account string, limit int) 
 	index := "streams:" + account
 	lease := ids.New()
 	now := time.Now()
-	ok, err := s.State.IndexAddIfBelow(ctx, index, lease, unixMilli(now.Add(streamLeaseTTL)), unixMilli(now), int64(limit))
+	ok, err := s.limits.IndexAddIfBelow(ctx, index, lease, unixMilli(now.Add(streamLeaseTTL)), unixMilli(now), int64(limit))
 	if err != nil {
 		return nil, fmt.Errorf("stream limit: %w", err)
 	}
@@ -144,7 +158,7 @@ func (s *Server) takeStreamSlot(ctx context.Context, account string, limit int) 
 		// Renewal stops first: a late renewal would put the lease back.
 		stop()
 		<-renewed
-		if _, err := s.State.IndexRemove(context.WithoutCancel(ctx), index, lease); err != nil {
+		if _, err := s.limits.IndexRemove(context.WithoutCancel(ctx), index, lease); err != nil {
 			s.Log.Warn("stream limit: lease not given back; it expires", "account", account, "err", err)
 		}
 	}, nil
@@ -160,7 +174,7 @@ func (s *Server) renewLease(ctx context.Context, index, lease string, every, ttl
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if err := s.State.IndexAdd(ctx, index, lease, unixMilli(time.Now().Add(ttl))); err != nil && ctx.Err() == nil {
+			if err := s.limits.IndexAdd(ctx, index, lease, unixMilli(time.Now().Add(ttl))); err != nil && ctx.Err() == nil {
 				s.Log.Warn("stream limit: renewing a lease failed", "index", index, "err", err)
 			}
 		}

@@ -78,6 +78,9 @@ type Deps struct {
 	Metrics *metrics.Metrics
 	// Tracing traces each request (trace.go); nil: no spans.
 	Tracing trace.TracerProvider
+	// Limits counts rate windows and in-flight requests (accountlimit.go);
+	// nil: the state store.
+	Limits Limits
 }
 
 // Server is the HTTP API.
@@ -93,6 +96,8 @@ type Server struct {
 	batches *batchAPI
 	// idem keeps the outcomes of requests sent with an Idempotency-Key.
 	idem *idempotency.Store
+	// limits is Deps.Limits, or the state store.
+	limits Limits
 	// draining is set when the process was told to stop (Drain).
 	draining atomic.Bool
 }
@@ -107,7 +112,10 @@ func (s *Server) Drain() { s.draining.Store(true) }
 // New builds the server and its routes.
 func New(d Deps) *Server {
 	s := &Server{Deps: d, e: echo.New(), acct: account.New(d.State, d.Config), files: files.New(d.State, d.Blobs),
-		idem: idempotency.New(d.State)}
+		idem: idempotency.New(d.State), limits: d.Limits}
+	if s.limits == nil {
+		s.limits = d.State
+	}
 	s.e.HideBanner, s.e.HidePort = true, true
 	s.e.HTTPErrorHandler = s.writeError
 	if s.Metrics == nil {
