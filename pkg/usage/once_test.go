@@ -199,7 +199,7 @@ func TestRetriedScriptChargesOnce(t *testing.T) {
 	if _, err := st.Refund(ctx, "warm", "warm", "warm", 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := st.Reserve(ctx, "warm", ids.New(), 1, 1, time.Minute, time.Minute); err != nil {
+	if _, _, err := st.Reserve(ctx, "warm", ids.New(), 1, 1, time.Minute, time.Minute, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range tests {

@@ -105,22 +105,18 @@ func (m *Meter) Reserve(ctx context.Context, a Ask) (Reservation, error) {
 	if err != nil {
 		return Reservation{}, fmt.Errorf("usage: reserve: %w", err)
 	}
-	// Pending first: a process that dies after charging still leaves
-	// something for SweepPending to find (a sweep of a charge never taken
-	// gives back nothing).
-	if err := m.st.IndexAdd(ctx, pendingIndex, member, float64(m.now().Add(a.Hold).UnixMilli())); err != nil {
-		return Reservation{}, fmt.Errorf("usage: reserve: %w", err)
-	}
-	// The charge outlives its hold by far: the sweeper that gives back a
-	// pending reservation needs its record, and sweeps only every so often.
-	used, ok, err := m.st.Reserve(ctx, counterKey(r.Account, r.Period), r.ID, r.N, a.Limit, keep, max(a.Life, a.Hold)+chargeGrace)
+	// The charge and its pending mark are one write: a process that dies
+	// after charging leaves the mark for SweepPending to find. The charge
+	// outlives its hold by far: the sweeper that gives back a pending
+	// reservation needs its record, and sweeps only every so often.
+	hold := &state.Hold{Index: pendingIndex, Member: member, Score: float64(m.now().Add(a.Hold).UnixMilli())}
+	used, ok, err := m.st.Reserve(ctx, counterKey(r.Account, r.Period), r.ID, r.N, a.Limit, keep, max(a.Life, a.Hold)+chargeGrace, hold)
 	if err != nil {
-		// Unknown whether it was taken: it stays pending, and is given
-		// back at the end of its hold if it was.
+		// Unknown whether it was taken: if it was, it is pending, and is
+		// given back at the end of its hold.
 		return Reservation{}, fmt.Errorf("usage: reserve: %w", err)
 	}
 	if !ok {
-		m.unpend(ctx, r)
 		return Reservation{}, &LimitError{Used: used, Limit: a.Limit, Need: a.N}
 	}
 	return r, nil
@@ -137,10 +133,6 @@ func (m *Meter) Commit(ctx context.Context, r Reservation) error {
 		return fmt.Errorf("usage: commit: %w", err)
 	}
 	return nil
-}
-
-func (m *Meter) unpend(ctx context.Context, r Reservation) {
-	_ = m.Commit(context.WithoutCancel(ctx), r) // a leftover entry is swept and gives back nothing
 }
 
 // ReleaseAll gives back what is left of r and ends its pending state.

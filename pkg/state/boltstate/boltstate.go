@@ -194,7 +194,7 @@ type chargeRecord struct {
 
 func chargeKey(counter, charge string) []byte { return []byte(counter + "#charge:" + charge) }
 
-func (s *Store) Reserve(_ context.Context, key, charge string, n, limit int64, ttl, chargeTTL time.Duration) (int64, bool, error) {
+func (s *Store) Reserve(_ context.Context, key, charge string, n, limit int64, ttl, chargeTTL time.Duration, hold *state.Hold) (int64, bool, error) {
 	var val int64
 	var ok bool
 	err := s.update("reserve", key, func(tx *bolt.Tx) error {
@@ -206,7 +206,7 @@ func (s *Store) Reserve(_ context.Context, key, charge string, n, limit int64, t
 		kv := tx.Bucket(bucketKV)
 		if _, taken := s.live(kv.Get(chargeKey(key, charge))); taken {
 			ok = true
-			return nil
+			return putHold(tx, hold)
 		}
 		if cur+n > limit {
 			return nil
@@ -219,9 +219,24 @@ func (s *Store) Reserve(_ context.Context, key, charge string, n, limit int64, t
 		if err := kv.Put(chargeKey(key, charge), s.encode(rec, max(chargeTTL, time.Millisecond))); err != nil {
 			return err
 		}
-		return s.putCounter(tx, key, val, hdr, ttl)
+		if err := s.putCounter(tx, key, val, hdr, ttl); err != nil {
+			return err
+		}
+		return putHold(tx, hold)
 	})
 	return val, ok, err
+}
+
+// putHold adds a Reserve's hold to its index, in the reserve's transaction.
+func putHold(tx *bolt.Tx, h *state.Hold) error {
+	if h == nil {
+		return nil
+	}
+	m, sc, err := indexBuckets(tx, h.Index, true)
+	if err != nil {
+		return err
+	}
+	return indexPut(m, sc, h.Member, h.Score)
 }
 
 func (s *Store) Refund(_ context.Context, key, charge, part string, n int64) (int64, error) {

@@ -117,8 +117,14 @@ func (s *Store) IncrBy(ctx context.Context, key string, delta int64, ttl time.Du
 // back so far) and one p:<part> field per part given back.
 func chargeKey(counter, charge string) string { return counter + "#charge:" + charge }
 
+// reserveScript takes the charge and, when KEYS[3] is given, adds the hold
+// ARGV[6] with score ARGV[5] to that sorted set whenever the charge holds.
 var reserveScript = redis.NewScript(`
+local function hold()
+  if KEYS[3] then redis.call('ZADD', KEYS[3], ARGV[5], ARGV[6]) end
+end
 if redis.call('EXISTS', KEYS[2]) == 1 then
+  hold()
   return {tonumber(redis.call('GET', KEYS[1]) or '0'), 1}
 end
 local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
@@ -130,11 +136,17 @@ if tonumber(ARGV[3]) > 0 and redis.call('PTTL', KEYS[1]) < 0 then
 end
 redis.call('HSET', KEYS[2], 'n', n, 'r', 0)
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
+hold()
 return {v, 1}`)
 
-func (s *Store) Reserve(ctx context.Context, key, charge string, n, limit int64, ttl, chargeTTL time.Duration) (int64, bool, error) {
+func (s *Store) Reserve(ctx context.Context, key, charge string, n, limit int64, ttl, chargeTTL time.Duration, hold *state.Hold) (int64, bool, error) {
 	keys := []string{s.k(key), s.k(chargeKey(key, charge))}
-	res, err := reserveScript.Run(ctx, s.rdb, keys, n, limit, ttlMillis(ttl), max(ttlMillis(chargeTTL), 1)).Int64Slice()
+	args := []any{n, limit, ttlMillis(ttl), max(ttlMillis(chargeTTL), 1)}
+	if hold != nil {
+		keys = append(keys, s.k(hold.Index))
+		args = append(args, fmtScore(hold.Score), hold.Member)
+	}
+	res, err := reserveScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
 	if err != nil {
 		return 0, false, wrap("reserve", key, err)
 	}

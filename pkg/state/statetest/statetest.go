@@ -90,7 +90,7 @@ func Run(t *testing.T, s state.Store) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					_, ok, err := s.Reserve(ctx, p+"quota", fmt.Sprint("c", i), 3, 100, time.Hour, time.Hour)
+					_, ok, err := s.Reserve(ctx, p+"quota", fmt.Sprint("c", i), 3, 100, time.Hour, time.Hour, nil)
 					if err != nil {
 						t.Error(err)
 					}
@@ -103,11 +103,11 @@ func Run(t *testing.T, s state.Store) {
 			if granted.Load() != 99 {
 				t.Fatalf("granted %d, want 99 (33 reservations of 3 within 100)", granted.Load())
 			}
-			v, ok, err := s.Reserve(ctx, p+"quota", "last", 1, 100, time.Hour, time.Hour)
+			v, ok, err := s.Reserve(ctx, p+"quota", "last", 1, 100, time.Hour, time.Hour, nil)
 			if err != nil || !ok || v != 100 {
 				t.Fatalf("last unit: %d %v %v", v, ok, err)
 			}
-			v, ok, err = s.Reserve(ctx, p+"quota", "over", 1, 100, time.Hour, time.Hour)
+			v, ok, err = s.Reserve(ctx, p+"quota", "over", 1, 100, time.Hour, time.Hour, nil)
 			if err != nil || ok || v != 100 {
 				t.Fatalf("over the limit: %d %v %v", v, ok, err)
 			}
@@ -118,16 +118,16 @@ func Run(t *testing.T, s state.Store) {
 		}},
 		{"a charge is taken and given back once", func(t *testing.T) {
 			for range 3 { // a retried call charges once
-				v, ok, err := s.Reserve(ctx, p+"q", "job1", 5, 10, time.Hour, time.Hour)
+				v, ok, err := s.Reserve(ctx, p+"q", "job1", 5, 10, time.Hour, time.Hour, nil)
 				if err != nil || !ok || v != 5 {
 					t.Fatalf("reserve job1 = %d %v %v, want 5 true", v, ok, err)
 				}
 			}
-			if v, ok, err := s.Reserve(ctx, p+"q", "job2", 6, 10, time.Hour, time.Hour); err != nil || ok || v != 5 {
+			if v, ok, err := s.Reserve(ctx, p+"q", "job2", 6, 10, time.Hour, time.Hour, nil); err != nil || ok || v != 5 {
 				t.Fatalf("over the limit = %d %v %v, want 5 false", v, ok, err)
 			}
 			// A refused charge is not remembered: it may be taken once there is room.
-			if v, ok, err := s.Reserve(ctx, p+"q", "job2", 5, 10, time.Hour, time.Hour); err != nil || !ok || v != 10 {
+			if v, ok, err := s.Reserve(ctx, p+"q", "job2", 5, 10, time.Hour, time.Hour, nil); err != nil || !ok || v != 10 {
 				t.Fatalf("job2 = %d %v %v, want 10 true", v, ok, err)
 			}
 			refunds := []struct {
@@ -152,15 +152,15 @@ func Run(t *testing.T, s state.Store) {
 				t.Fatalf("counter = %d, want 5 (job2 only)", v)
 			}
 			// A charge is forgotten after its ttl: the id may charge again.
-			if _, ok, err := s.Reserve(ctx, p+"q2", "short", 1, 10, time.Hour, 300*time.Millisecond); err != nil || !ok {
+			if _, ok, err := s.Reserve(ctx, p+"q2", "short", 1, 10, time.Hour, 300*time.Millisecond, nil); err != nil || !ok {
 				t.Fatal(ok, err)
 			}
 			time.Sleep(400 * time.Millisecond)
-			if v, _, _ := s.Reserve(ctx, p+"q2", "short", 1, 10, time.Hour, time.Hour); v != 2 {
+			if v, _, _ := s.Reserve(ctx, p+"q2", "short", 1, 10, time.Hour, time.Hour, nil); v != 2 {
 				t.Fatalf("after the charge expired = %d, want 2", v)
 			}
 			// A refund never brings back a counter that expired.
-			if _, _, err := s.Reserve(ctx, p+"q3", "c", 2, 10, 300*time.Millisecond, time.Hour); err != nil {
+			if _, _, err := s.Reserve(ctx, p+"q3", "c", 2, 10, 300*time.Millisecond, time.Hour, nil); err != nil {
 				t.Fatal(err)
 			}
 			time.Sleep(400 * time.Millisecond)
@@ -169,6 +169,30 @@ func Run(t *testing.T, s state.Store) {
 			}
 			if _, err := s.Get(ctx, p+"q3"); !errors.Is(err, state.ErrNotFound) {
 				t.Fatalf("expired counter came back: %v", err)
+			}
+		}},
+		{"a charge's hold is added exactly when the charge holds", func(t *testing.T) {
+			held := func(member string) bool {
+				t.Helper()
+				ms, err := s.IndexRange(ctx, p+"holds", state.MinScore, state.MaxScore, 0, -1, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return slices.Contains(ms, member)
+			}
+			hold := func(m string) *state.Hold { return &state.Hold{Index: p + "holds", Member: m, Score: 42} }
+			if _, ok, err := s.Reserve(ctx, p+"hq", "a", 3, 4, time.Hour, time.Hour, hold("a")); err != nil || !ok || !held("a") {
+				t.Fatalf("a charge that holds: ok %v, err %v, held %v", ok, err, held("a"))
+			}
+			if _, ok, err := s.Reserve(ctx, p+"hq", "b", 3, 4, time.Hour, time.Hour, hold("b")); err != nil || ok || held("b") {
+				t.Fatalf("a refused charge: ok %v, err %v, held %v", ok, err, held("b"))
+			}
+			// A retried call (its hold gone meanwhile) marks it again.
+			if _, err := s.IndexRemove(ctx, p+"holds", "a"); err != nil {
+				t.Fatal(err)
+			}
+			if v, ok, err := s.Reserve(ctx, p+"hq", "a", 3, 4, time.Hour, time.Hour, hold("a")); err != nil || !ok || v != 3 || !held("a") {
+				t.Fatalf("a retried charge: %d %v %v, held %v", v, ok, err, held("a"))
 			}
 		}},
 		{"index order and paging", func(t *testing.T) {
