@@ -176,6 +176,18 @@ func TestCLI(t *testing.T) {
 		t.Errorf("title not set:\n%s", out)
 	}
 
+	// The same render with an Idempotency-Key, twice: one render, one
+	// charge, the same bytes (DESIGN §4.20).
+	c.ok("render", "report.html", "-o", "keyed-1.pdf", "--idempotency-key", "cli-report-1")
+	c.ok("render", "report.html", "-o", "keyed-2.pdf", "--idempotency-key", "cli-report-1")
+	conversions++
+	if !bytes.Equal(c.read("keyed-1.pdf"), c.read("keyed-2.pdf")) {
+		t.Error("the keyed render run twice wrote different PDFs")
+	}
+	if used := user.usage(); used != int64(conversions) {
+		t.Errorf("conversions used %d after the keyed renders, want %d", used, conversions)
+	}
+
 	// A folder: index.html and the image it links by relative path.
 	c.write("site/index.html", `<html><body><h1>With an image</h1><img src="img/red.png" style="width:200px"></body></html>`)
 	c.write("site/img/red.png", redPNG(t))

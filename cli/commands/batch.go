@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,6 +25,7 @@ func runBatch(ctx context.Context, a *app, args []string) error {
 	host := fs.Bool("host", false, "")
 	name := fs.String("name", "", "")
 	mode := fs.String("progress", string(progress.Auto), "")
+	key := fs.String("idempotency-key", "", "")
 	var opts multiFlag
 	fs.Var(&opts, "option", "")
 	pos, err := parseArgs(fs, args)
@@ -45,7 +47,12 @@ func runBatch(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	req := client.BatchRequest{Documents: docs, BatchName: *name, Host: *host}
+	// A key of this run's own at least: a start retried after a lost
+	// connection then joins the batch it started (DESIGN §4.20).
+	req := client.BatchRequest{Documents: docs, BatchName: *name, Host: *host, IdempotencyKey: *key}
+	if req.IdempotencyKey == "" {
+		req.IdempotencyKey = "docrender-cli-" + rand.Text()
+	}
 	if len(m) > 0 {
 		req.Options = &client.PDFOptions{Extra: m}
 	}

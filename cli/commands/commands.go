@@ -62,9 +62,9 @@ type command struct {
 
 func commandList() []command {
 	return []command{
-		{"render", "FILE|DIR|URL [-o out.pdf] [--option k=v ...] [--host]", "render an HTML file, a folder (index.html and its assets) or a web page to PDF", runRender},
-		{"merge", "a.pdf b.pdf ... [-o out.pdf] [--option k=v ...] [--host]", "merge PDFs in the order given", runMerge},
-		{"batch", "DIR [-o out.zip] [--option k=v ...] [--host] [--progress auto|bar|plain|none]", "render every .html file of DIR into one ZIP, showing progress", runBatch},
+		{"render", "FILE|DIR|URL [-o out.pdf] [--option k=v ...] [--host] [--idempotency-key K]", "render an HTML file, a folder (index.html and its assets) or a web page to PDF", runRender},
+		{"merge", "a.pdf b.pdf ... [-o out.pdf] [--option k=v ...] [--host] [--idempotency-key K]", "merge PDFs in the order given", runMerge},
+		{"batch", "DIR [-o out.zip] [--option k=v ...] [--host] [--progress auto|bar|plain|none] [--idempotency-key K]", "render every .html file of DIR into one ZIP, showing progress", runBatch},
 		{"qr", "TEXT [-o qr.png] [--size N] [--margin N] [--ecc L|M|Q|H] [--dark #000] [--light #fff]", "draw a QR code as a PNG", runQR},
 		{"files", "ls [--page N] [--limit N] [--json] | rm ID ...", "list or delete your hosted files (needs DOCRENDER_SESSION)", runFiles},
 		{"usage", "[--json]", "this month's conversions and hosted files against your plan (needs DOCRENDER_SESSION)", runUsage},
@@ -188,11 +188,17 @@ index.html finds css/site.css and img/logo.png by the links it has. A URL
                   a value is JSON when it parses as JSON (true, 1.5,
                   {"top":"1cm"}) unless the option is text
   --host          store the PDF behind an expiring link and print the link
+  --idempotency-key K
+                  send Idempotency-Key K: the same command run again within
+                  24 hours gets the same PDF without a new render or charge
+                  (a different request under K is refused)
 `,
 	"merge": `  -o FILE         where to write the PDF (default merged.pdf, not overwritten if it
                   exists; - for standard output)
   --option k=v    fileName, userType, metadata.*, encryption.*, watermark.*
   --host          store the result behind an expiring link and print the link
+  --idempotency-key K
+                  as for render
 `,
 	"batch": `Each .html (or .htm) file directly in DIR is one document, named after
 the file; a document's assets must be inline (data: URLs) or on the web.
@@ -204,6 +210,11 @@ the file; a document's assets must be inline (data: URLs) or on the web.
   --host          store the ZIP behind an expiring link and print the link
   --progress M    auto (default: a bar when standard error is a terminal,
                   plain lines otherwise), bar, plain or none
+  --idempotency-key K
+                  as for render: run again, the command follows the batch the
+                  first run started. Without it each run sends a key of its
+                  own, so that a start retried after a lost connection
+                  starts one batch, not two
 `,
 	"qr": `  -o FILE         where to write the PNG (default qr.png; - for standard output)
   --size N        width and height in pixels, 32 to 2048 (default 200)

@@ -26,6 +26,7 @@ func runRender(ctx context.Context, a *app, args []string) error {
 	fs := newFlagSet("render")
 	out := fs.String("o", "", "")
 	host := fs.Bool("host", false, "")
+	key := fs.String("idempotency-key", "", "")
 	var opts multiFlag
 	fs.Var(&opts, "option", "")
 	pos, err := parseArgs(fs, args)
@@ -39,7 +40,7 @@ func runRender(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	req := client.GenerateRequest{}
+	req := client.GenerateRequest{IdempotencyKey: *key}
 	if len(m) > 0 {
 		req.Options = &client.PDFOptions{Extra: m}
 	}
@@ -210,6 +211,7 @@ func runMerge(ctx context.Context, a *app, args []string) error {
 	fs := newFlagSet("merge")
 	out := fs.String("o", "", "")
 	host := fs.Bool("host", false, "")
+	key := fs.String("idempotency-key", "", "")
 	var opts multiFlag
 	fs.Var(&opts, "option", "")
 	pos, err := parseArgs(fs, args)
@@ -223,7 +225,7 @@ func runMerge(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	req := client.MergeRequest{}
+	req := client.MergeRequest{IdempotencyKey: *key}
 	if len(m) > 0 {
 		req.Options = &client.MergeOptions{Extra: m}
 	}
