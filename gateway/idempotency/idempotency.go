@@ -236,14 +236,15 @@ func (c *Claim) renew() {
 	}
 }
 
-// end stops the renewal; it reports false when the claim had already ended.
-func (c *Claim) end() bool {
+// end stops the renewal, with o as the outcome (nil: dropped); it reports
+// false when the claim had already ended.
+func (c *Claim) end(o *Outcome) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.done {
 		return false
 	}
-	c.done = true
+	c.done, c.rec.Outcome = true, o
 	close(c.stop)
 	return true
 }
@@ -251,10 +252,9 @@ func (c *Claim) end() bool {
 // Keep records the request's outcome: every later request with the key is
 // answered with it until the window ends.
 func (c *Claim) Keep(ctx context.Context, o Outcome) error {
-	if !c.end() {
+	if !c.end(&o) {
 		return nil
 	}
-	c.rec.Outcome = &o
 	return c.s.put(context.WithoutCancel(ctx), c.rk, c.rec)
 }
 
@@ -268,7 +268,7 @@ func (c *Claim) Kept() bool {
 // Drop forgets the key: the request failed, and a retry runs afresh
 // (DESIGN §4.20: a 4xx or 5xx outcome is not kept).
 func (c *Claim) Drop(ctx context.Context) error {
-	if !c.end() {
+	if !c.end(nil) {
 		return nil
 	}
 	ctx = context.WithoutCancel(ctx)

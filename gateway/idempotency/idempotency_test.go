@@ -165,7 +165,7 @@ func TestLostLeaseTakenOver(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dead.end() // the gateway died: no renewal, no outcome
+		dead.end(nil) // the gateway died: no renewal, no outcome
 		a, b := begin(s, ctx, "acc", "k", "fp"), begin(s, ctx, "acc", "k", "fp")
 		var taker *Claim
 		var other chan beginResult
