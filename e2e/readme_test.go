@@ -305,6 +305,10 @@ func TestReadme(t *testing.T) {
 	if got := zbarCodes(t, file("qr.png"), 50); len(got) != 1 || got[0] != "https://example.com" {
 		t.Errorf("qr.png reads %q", got)
 	}
+	// The keyed batch: the whole ZIP, read by curl (DESIGN §4.20).
+	if names := zipNames(t, file("statements.zip")); strings.Join(names, " ") != "a.pdf b.pdf" {
+		t.Errorf("statements.zip holds %v", names)
+	}
 
 	// Print options: locked with the password, and the footer on the page.
 	locked := filepath.Join(dir, "locked.pdf")
