@@ -18,7 +18,6 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
-	"github.com/docrender/docrender/gateway/memlimits"
 	gw "github.com/docrender/docrender/gateway/server"
 	"github.com/docrender/docrender/pkg/blob"
 	"github.com/docrender/docrender/pkg/config"
@@ -146,13 +145,9 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, newWorkers 
 			_ = a.Workers.Run(wctx)
 		}()
 	}
-	var limits gw.Limits
-	if cfg.RedisURL == "" {
-		// bbolt: one process alone opens it, so this gateway is the only one.
-		limits = memlimits.New()
-	}
+	// bbolt (no Redis): one process alone opens it, so this gateway is the only one.
 	a.Server = gw.New(gw.Deps{Config: cfg, Queue: gw.NATSQueue{Conn: a.queue}, State: a.state, Blobs: a.blobs, Log: log, Ready: ready, Live: live, Metrics: a.Metrics,
-		Tracing: a.Tracing, Limits: limits})
+		Tracing: a.Tracing, OnlyGateway: cfg.RedisURL == ""})
 	a.startSweeper(a.Server.Files())
 	if a.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
 		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)

@@ -71,6 +71,7 @@ type Outcome struct {
 type record struct {
 	Fingerprint string    `json:"fp"`
 	Holder      string    `json:"holder"`
+	Process     string    `json:"process"`
 	Created     time.Time `json:"created"`
 	LeaseUntil  time.Time `json:"lease"`
 	Outcome     *Outcome  `json:"outcome,omitempty"`
@@ -85,12 +86,23 @@ type Store struct {
 	// Poll is how often a joined request looks at the one it waits for.
 	Poll time.Duration
 	now  func() time.Time
+	// process names this run of the process in the claims it makes.
+	process string
+	// only: no other process shares the store, so a claim of another
+	// process (an earlier run, which crashed or was stopped mid-request)
+	// is dead whatever its lease says.
+	only bool
 }
 
 // New keeps records in st.
 func New(st state.Store) *Store {
-	return &Store{st: st, Lease: 30 * time.Second, Poll: 100 * time.Millisecond, now: time.Now}
+	return &Store{st: st, Lease: 30 * time.Second, Poll: 100 * time.Millisecond, now: time.Now, process: ids.New()}
 }
+
+// OnlyProcess says that no other process uses the store (bbolt): a request
+// left running by an earlier run is taken over by its retry at once, not
+// after its lease.
+func (s *Store) OnlyProcess() { s.only = true }
 
 // recordKey is the key's record for account; the client's key is hashed,
 // so any printable key makes a safe store key of fixed length.
@@ -112,7 +124,7 @@ func (s *Store) Begin(ctx context.Context, account, key, fingerprint string) (*C
 	rk := recordKey(account, key)
 	for {
 		now := s.now().UTC()
-		mine := record{Fingerprint: fingerprint, Holder: ids.New(), Created: now, LeaseUntil: now.Add(s.Lease)}
+		mine := record{Fingerprint: fingerprint, Holder: ids.New(), Process: s.process, Created: now, LeaseUntil: now.Add(s.Lease)}
 		b, err := json.Marshal(mine)
 		if err != nil {
 			return nil, nil, err
@@ -137,7 +149,7 @@ func (s *Store) Begin(ctx context.Context, account, key, fingerprint string) (*C
 		if old.Outcome != nil {
 			return nil, old.Outcome, nil
 		}
-		if now.After(old.LeaseUntil) {
+		if now.After(old.LeaseUntil) || (s.only && old.Process != s.process) {
 			// Its gateway died: one waiting request takes over, the others
 			// go on waiting, now for it.
 			mine.Created = old.Created

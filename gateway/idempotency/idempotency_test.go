@@ -209,3 +209,33 @@ func TestBeginEndsWithContext(t *testing.T) {
 		}
 	})
 }
+
+// With the store its own (bbolt), a request left running by an earlier run
+// of the process is taken over by its retry at once; shared (Redis), it is
+// another gateway's, alive as far as anyone knows, until its lease passes.
+func TestEarlierRunTakenOverAtOnce(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		s.Lease = time.Hour // a lease that would outlast the test
+		before, _, err := s.Begin(ctx, "acc", "k", "fp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		before.end(nil) // the process stopped mid-request
+		shared := *s
+		shared.process = "another-gateway"
+		wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel()
+		if c, _, err := shared.Begin(wctx, "acc", "k", "fp"); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("a shared store took over a live lease: %v %v", c, err)
+		}
+		again := *s
+		again.process = "the-next-run"
+		again.OnlyProcess()
+		c, o, err := again.Begin(ctx, "acc", "k", "fp")
+		if err != nil || c == nil || o != nil {
+			t.Fatalf("the next run's retry: %v %v %v", c, o, err)
+		}
+		c.Drop(ctx)
+	})
+}

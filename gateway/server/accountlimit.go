@@ -21,9 +21,9 @@ import (
 // leases of a gateway that died pass by themselves.
 // Limits is where rate windows and in-flight leases are counted: the
 // state store's operations of the same names (every gateway shares them),
-// or memlimits for a gateway that is the only one (the embedded mode,
-// where every bbolt write is an fsync on the request's way). Nothing in it
-// needs to outlive the process.
+// or memlimits for a gateway that is the only one (Deps.OnlyGateway: the
+// embedded mode, where every bbolt write is an fsync on the request's
+// way). Nothing in it needs to outlive the process.
 type Limits interface {
 	IncrBy(ctx context.Context, key string, delta int64, ttl time.Duration) (int64, error)
 	IndexAdd(ctx context.Context, index, member string, score float64) error

@@ -17,6 +17,7 @@ import (
 	"github.com/docrender/docrender/gateway/account"
 	"github.com/docrender/docrender/gateway/dashboard"
 	"github.com/docrender/docrender/gateway/idempotency"
+	"github.com/docrender/docrender/gateway/memlimits"
 	"github.com/docrender/docrender/gateway/server/apierr"
 	"github.com/docrender/docrender/pkg/blob"
 	"github.com/docrender/docrender/pkg/config"
@@ -78,9 +79,12 @@ type Deps struct {
 	Metrics *metrics.Metrics
 	// Tracing traces each request (trace.go); nil: no spans.
 	Tracing trace.TracerProvider
-	// Limits counts rate windows and in-flight requests (accountlimit.go);
-	// nil: the state store.
-	Limits Limits
+	// OnlyGateway says no other gateway shares the state store (the
+	// embedded mode: bbolt is one process's). Rate windows and in-flight
+	// leases are then counted in memory (accountlimit.go), and a request
+	// with an Idempotency-Key left running by an earlier run of the process
+	// is taken over at once rather than after its lease (idempotent.go).
+	OnlyGateway bool
 }
 
 // Server is the HTTP API.
@@ -96,7 +100,8 @@ type Server struct {
 	batches *batchAPI
 	// idem keeps the outcomes of requests sent with an Idempotency-Key.
 	idem *idempotency.Store
-	// limits is Deps.Limits, or the state store.
+	// limits counts rate windows and in-flight leases: memory when this is
+	// the only gateway, else the state store.
 	limits Limits
 	// draining is set when the process was told to stop (Drain).
 	draining atomic.Bool
@@ -112,9 +117,10 @@ func (s *Server) Drain() { s.draining.Store(true) }
 // New builds the server and its routes.
 func New(d Deps) *Server {
 	s := &Server{Deps: d, e: echo.New(), acct: account.New(d.State, d.Config), files: files.New(d.State, d.Blobs),
-		idem: idempotency.New(d.State), limits: d.Limits}
-	if s.limits == nil {
-		s.limits = d.State
+		idem: idempotency.New(d.State), limits: d.State}
+	if d.OnlyGateway {
+		s.limits = memlimits.New()
+		s.idem.OnlyProcess()
 	}
 	s.e.HideBanner, s.e.HidePort = true, true
 	s.e.HTTPErrorHandler = s.writeError
