@@ -2,10 +2,13 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestIdempotencyKeyThroughTheService: every route that creates work,
@@ -118,4 +121,74 @@ func TestIdempotencyKeyThroughTheService(t *testing.T) {
 			t.Fatalf("bad key names %v", e.Raw["field"])
 		}
 	})
+}
+
+// A client cut off while its sync batch runs, by its own timeout and then a
+// restart of the service, sends the same request again with its
+// Idempotency-Key and gets the batch it paid for, charged once (DESIGN
+// §4.20: what the 103 was meant to serve).
+func TestIdempotentBatchSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	svc, stop, err := launch(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, svc)
+	docs := []map[string]any{
+		{"fileName": "a", "htmlContent": "<h1>RESTART A</h1>", "waitDelay": "1500ms"},
+		{"fileName": "b", "htmlContent": "<h1>RESTART B</h1>", "waitDelay": "1500ms"},
+	}
+	post := func(svc *service, ctx context.Context) (*http.Response, error) {
+		r, _ := http.NewRequestWithContext(ctx, "POST", svc.URL+"/pdf/generate-batch", jsonBody(map[string]any{"documents": docs}).r)
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("X-API-Key", c.Key)
+		r.Header.Set("Idempotency-Key", "restart-1")
+		return http.DefaultClient.Do(r)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	gone := make(chan error, 1)
+	go func() {
+		resp, err := post(svc, ctx)
+		if err == nil {
+			resp.Body.Close()
+		}
+		gone <- err
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for c.usage() < 2 { // the batch started: both documents reserved
+		if time.Now().After(deadline) {
+			t.Fatal("the batch never started")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel() // the client gives up
+	if err := <-gone; err == nil {
+		t.Fatal("the cut-off request was answered")
+	}
+	stop() // and the service restarts
+
+	svc2, stop2, err := launch(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop2()
+	rctx, rcancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer rcancel()
+	resp, err := post(svc2, rctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zip := readAll(t, resp)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("the retry after the restart: %d, replayed %q: %.300s", resp.StatusCode, resp.Header.Get("Idempotent-Replayed"), zip)
+	}
+	names, files := unzip(t, zip)
+	if len(names) != 2 || !strings.Contains(text(t, files["a.pdf"]), "RESTART A") {
+		t.Fatalf("ZIP holds %v", names)
+	}
+	c2 := *c
+	c2.svc = svc2
+	if n := c2.usage(); n != 2 {
+		t.Fatalf("conversions used %d, want 2: the batch charged once", n)
+	}
 }
