@@ -111,6 +111,33 @@ func TestIdempotencyKeyThroughTheService(t *testing.T) {
 		if resp.StatusCode != 200 || !bytes.Contains([]byte(text(t, pdf)), []byte("IDEM ok")) {
 			t.Fatalf("after a 400 the key runs afresh: %d", resp.StatusCode)
 		}
+		// A failure after the key was claimed (the render's check): not
+		// kept, the retry renders again, nothing charged.
+		failing := func() body {
+			return multipartBody([]file{htmlFile("index.html", `<h1>IDEM fails</h1><script>console.error("boom")</script>`)},
+				map[string]any{"failOnConsoleErrors": true})
+		}
+		for range 2 {
+			resp, _ := send(c, "/pdf/generate", failing, key("fails"))
+			if resp.StatusCode != 422 || resp.Header.Get("Idempotent-Replayed") != "" {
+				t.Fatalf("failing render: %d, replayed %q", resp.StatusCode, resp.Header.Get("Idempotent-Replayed"))
+			}
+		}
+		// A batch that fails: the retry starts a batch of its own.
+		failingBatch := func() body {
+			return jsonBody(map[string]any{"options": map[string]any{"failOnConsoleErrors": true},
+				"documents": []map[string]any{{"fileName": "x", "htmlContent": `<script>console.error("boom")</script>`}}})
+		}
+		b1, _ := send(c, "/pdf/generate-batch", failingBatch, key("failing-batch"))
+		b2, _ := send(c, "/pdf/generate-batch", failingBatch, key("failing-batch"))
+		if b1.StatusCode != 500 || b2.StatusCode != 500 || b1.Header.Get("X-Batch-Id") == b2.Header.Get("X-Batch-Id") ||
+			b2.Header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("failed batch retried: %d %s / %d %s replayed %q", b1.StatusCode, b1.Header.Get("X-Batch-Id"),
+				b2.StatusCode, b2.Header.Get("X-Batch-Id"), b2.Header.Get("Idempotent-Replayed"))
+		}
+		if n := c.usage(); n != 1 {
+			t.Fatalf("conversions used %d, want 1 (the one PDF; failures give back)", n)
+		}
 		other := func() body { return multipartBody([]file{htmlFile("index.html", "<h1>IDEM other</h1>")}, nil) }
 		r := c.do("POST", "/pdf/generate", other(), map[string]string{"X-API-Key": c.Key, "Idempotency-Key": "k"})
 		if e := expectError(t, r, http.StatusConflict, "CONFLICT"); e.Raw["field"] != "Idempotency-Key" {

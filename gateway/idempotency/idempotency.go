@@ -65,6 +65,8 @@ type Outcome struct {
 	FileID string `json:"fileId,omitempty"`
 	// BatchID names the batch the request started: a retry joins it.
 	BatchID string `json:"batchId,omitempty"`
+	// raw is the record it was read from (Forget swaps from it).
+	raw []byte
 }
 
 // record is a key's state: running under a lease, or done with an outcome.
@@ -111,8 +113,6 @@ func recordKey(account, key string) string {
 	return "idem:" + account + ":" + hex.EncodeToString(sum[:])
 }
 
-func takeoverKey(rk string) string { return rk + ":takeover" }
-
 // Begin starts the request that account sends with key and fingerprint
 // (a hash of everything the request asks for). It returns a Claim when this
 // request is to run, the Outcome when the same request already succeeded,
@@ -120,6 +120,10 @@ func takeoverKey(rk string) string { return rk + ":takeover" }
 // same request runs elsewhere, Begin waits for it (until ctx ends): it
 // succeeds (its outcome), fails (this request runs afresh) or its gateway
 // dies (the lease passes and this request takes over).
+//
+// Every write after the first is a Swap from the record its writer last
+// saw: of two requests that both think they hold the key (one was slow to
+// renew its lease and lost it), only one writes.
 func (s *Store) Begin(ctx context.Context, account, key, fingerprint string) (*Claim, *Outcome, error) {
 	rk := recordKey(account, key)
 	for {
@@ -134,33 +138,42 @@ func (s *Store) Begin(ctx context.Context, account, key, fingerprint string) (*C
 			return nil, nil, fmt.Errorf("idempotency: claim: %w", err)
 		}
 		if ok {
-			return s.claim(rk, mine), nil, nil
+			return s.claim(rk, mine, b), nil, nil
 		}
-		old, err := s.get(ctx, rk)
+		raw, err := s.st.Get(ctx, rk)
 		if errors.Is(err, state.ErrNotFound) {
 			continue // it failed and was forgotten just now: run afresh
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("idempotency: read: %w", err)
+		}
+		var old record
+		if err := json.Unmarshal(raw, &old); err != nil {
+			return nil, nil, fmt.Errorf("idempotency: read: %w", err)
 		}
 		if old.Fingerprint != fingerprint {
 			return nil, nil, ErrConflict
 		}
 		if old.Outcome != nil {
-			return nil, old.Outcome, nil
+			o := *old.Outcome
+			o.raw = raw
+			return nil, &o, nil
 		}
 		if now.After(old.LeaseUntil) || (s.only && old.Process != s.process) {
 			// Its gateway died: one waiting request takes over, the others
 			// go on waiting, now for it.
 			mine.Created = old.Created
-			if ok, err := s.st.SetNX(ctx, takeoverKey(rk), []byte(mine.Holder), s.Lease); err != nil {
-				return nil, nil, fmt.Errorf("idempotency: take over: %w", err)
-			} else if ok {
-				if err := s.put(ctx, rk, mine); err != nil {
-					return nil, nil, err
-				}
-				return s.claim(rk, mine), nil, nil
+			if b, err = json.Marshal(mine); err != nil {
+				return nil, nil, err
 			}
+			ok, err := s.st.Swap(ctx, rk, raw, b, s.ttl(mine))
+			if err != nil {
+				return nil, nil, fmt.Errorf("idempotency: take over: %w", err)
+			}
+			if ok {
+				return s.claim(rk, mine, b), nil, nil
+			}
+			continue // another took it over, or it changed: look again
 		}
 		t := time.NewTimer(s.Poll)
 		select {
@@ -172,57 +185,43 @@ func (s *Store) Begin(ctx context.Context, account, key, fingerprint string) (*C
 	}
 }
 
-// Forget deletes account's record of key: an outcome that can no longer be
-// answered (its stored file was deleted) is judged afresh.
-func (s *Store) Forget(ctx context.Context, account, key string) error {
-	rk := recordKey(account, key)
-	if err := s.st.Delete(ctx, rk, takeoverKey(rk)); err != nil {
+// Forget deletes account's record of key if it still holds o: an outcome
+// that can no longer be answered (its stored file was deleted, its batch
+// failed) is judged afresh.
+func (s *Store) Forget(ctx context.Context, account, key string, o *Outcome) error {
+	if _, err := s.st.Swap(ctx, recordKey(account, key), o.raw, nil, 0); err != nil {
 		return fmt.Errorf("idempotency: forget: %w", err)
 	}
 	return nil
 }
 
-func (s *Store) get(ctx context.Context, rk string) (record, error) {
-	var r record
-	b, err := s.st.Get(ctx, rk)
-	if err != nil {
-		return r, fmt.Errorf("idempotency: read: %w", err)
-	}
-	if err := json.Unmarshal(b, &r); err != nil {
-		return r, fmt.Errorf("idempotency: read: %w", err)
-	}
-	return r, nil
+// ttl is what is left of r's window.
+func (s *Store) ttl(r record) time.Duration {
+	return max(r.Created.Add(Window).Sub(s.now()), time.Second)
 }
 
-// put writes r for what is left of its window.
-func (s *Store) put(ctx context.Context, rk string, r record) error {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	ttl := r.Created.Add(Window).Sub(s.now())
-	if ttl < time.Second {
-		ttl = time.Second
-	}
-	if err := s.st.Set(ctx, rk, b, ttl); err != nil {
-		return fmt.Errorf("idempotency: write: %w", err)
-	}
-	return nil
-}
+// ErrLost is a claim whose lease passed and which another request took
+// over: its outcome is not kept.
+var ErrLost = errors.New("idempotency: the key was taken over by a retry")
 
 // Claim is a running request's hold on its key. It renews its lease until
-// Keep or Drop.
+// Keep or Drop, or until it finds the key taken over.
 type Claim struct {
-	s    *Store
-	rk   string
-	mu   sync.Mutex
-	rec  record
-	done bool
-	stop chan struct{}
+	s  *Store
+	rk string
+	// wmu orders the claim's writes (renewals, Keep, Drop): each swaps
+	// from raw, the record as last written.
+	wmu sync.Mutex
+	rec record
+	raw []byte
+	// mu guards the state the answer path reads.
+	mu         sync.Mutex
+	done, kept bool
+	stop       chan struct{}
 }
 
-func (s *Store) claim(rk string, r record) *Claim {
-	c := &Claim{s: s, rk: rk, rec: r, stop: make(chan struct{})}
+func (s *Store) claim(rk string, r record, raw []byte) *Claim {
+	c := &Claim{s: s, rk: rk, rec: r, raw: raw, stop: make(chan struct{})}
 	go c.renew()
 	return c
 }
@@ -237,58 +236,84 @@ func (c *Claim) renew() {
 			return
 		case <-t.C:
 		}
-		c.mu.Lock()
-		if !c.done {
-			ctx, cancel := context.WithTimeout(context.Background(), c.s.Lease/3)
-			c.rec.LeaseUntil = c.s.now().UTC().Add(c.s.Lease)
-			_ = c.s.put(ctx, c.rk, c.rec) // a missed renewal is retried next tick
-			cancel()
+		if lost := c.write(func(r *record) { r.LeaseUntil = c.s.now().UTC().Add(c.s.Lease) }); lost {
+			return
 		}
-		c.mu.Unlock()
 	}
 }
 
-// end stops the renewal, with o as the outcome (nil: dropped); it reports
-// false when the claim had already ended.
-func (c *Claim) end(o *Outcome) bool {
+// write swaps the record, changed by edit (nil: deleted), from what the
+// claim last wrote; it reports whether the key was found taken over. A
+// write that fails is retried by the next renewal, or reported by Keep.
+func (c *Claim) write(edit func(*record)) (lost bool) {
+	lost, _ = c.writeErr(context.Background(), edit)
+	return lost
+}
+
+func (c *Claim) writeErr(ctx context.Context, edit func(*record)) (lost bool, err error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	next := c.rec
+	var b []byte
+	if edit != nil {
+		edit(&next)
+		if b, err = json.Marshal(next); err != nil {
+			return false, err
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.s.Lease/3)
+	defer cancel()
+	ok, err := c.s.st.Swap(ctx, c.rk, c.raw, b, c.s.ttl(next))
+	if err != nil {
+		return false, fmt.Errorf("idempotency: write: %w", err)
+	}
+	if !ok {
+		return true, nil
+	}
+	c.rec, c.raw = next, b
+	return false, nil
+}
+
+// end stops the renewal; it reports false when the claim had already ended.
+func (c *Claim) end(kept bool) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.done {
 		return false
 	}
-	c.done, c.rec.Outcome = true, o
+	c.done, c.kept = true, kept
 	close(c.stop)
 	return true
 }
 
 // Keep records the request's outcome: every later request with the key is
-// answered with it until the window ends.
+// answered with it until the window ends. ErrLost: a retry took the key
+// over meanwhile (this claim's lease had passed), and its outcome counts.
 func (c *Claim) Keep(ctx context.Context, o Outcome) error {
-	if !c.end(&o) {
+	if !c.end(true) {
 		return nil
 	}
-	return c.s.put(context.WithoutCancel(ctx), c.rk, c.rec)
+	lost, err := c.writeErr(ctx, func(r *record) { r.Outcome = &o })
+	if lost {
+		return ErrLost
+	}
+	return err
 }
 
-// Kept reports whether the claim ended (kept or dropped).
+// Kept reports whether the claim ended with its outcome kept.
 func (c *Claim) Kept() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.done && c.rec.Outcome != nil
+	return c.kept
 }
 
 // Drop forgets the key: the request failed, and a retry runs afresh
-// (DESIGN §4.20: a 4xx or 5xx outcome is not kept).
+// (DESIGN §4.20: a 4xx or 5xx outcome is not kept). A key taken over by a
+// retry is the retry's and stays.
 func (c *Claim) Drop(ctx context.Context) error {
-	if !c.end(nil) {
+	if !c.end(false) {
 		return nil
 	}
-	ctx = context.WithoutCancel(ctx)
-	if cur, err := c.s.get(ctx, c.rk); err != nil || cur.Holder != c.rec.Holder {
-		return nil // gone already, or taken over by a retry after a lost lease: theirs now
-	}
-	if err := c.s.st.Delete(ctx, c.rk, takeoverKey(c.rk)); err != nil {
-		return fmt.Errorf("idempotency: drop: %w", err)
-	}
-	return nil
+	_, err := c.writeErr(ctx, nil)
+	return err
 }

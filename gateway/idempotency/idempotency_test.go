@@ -165,7 +165,7 @@ func TestLostLeaseTakenOver(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dead.end(nil) // the gateway died: no renewal, no outcome
+		dead.end(false) // the gateway died: no renewal, no outcome
 		a, b := begin(s, ctx, "acc", "k", "fp"), begin(s, ctx, "acc", "k", "fp")
 		var taker *Claim
 		var other chan beginResult
@@ -221,7 +221,7 @@ func TestEarlierRunTakenOverAtOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		before.end(nil) // the process stopped mid-request
+		before.end(false) // the process stopped mid-request
 		shared := *s
 		shared.process = "another-gateway"
 		wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
@@ -237,5 +237,76 @@ func TestEarlierRunTakenOverAtOnce(t *testing.T) {
 			t.Fatalf("the next run's retry: %v %v %v", c, o, err)
 		}
 		c.Drop(ctx)
+	})
+}
+
+// A claim whose lease passed while it still ran (a slow store, a starved
+// process) and which a retry took over can neither keep its outcome nor
+// forget the key: the retry's claim is the one that counts.
+func TestLostClaimCannotWrite(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		slow := *s
+		slow.Lease = time.Hour // renews only after the test
+		slow.now = func() time.Time { return time.Now().Add(-2 * time.Hour) }
+		a, _, err := slow.Begin(ctx, "acc", "k", "fp") // its lease long passed
+		if err != nil || a == nil {
+			t.Fatal(a, err)
+		}
+		b, _, err := s.Begin(ctx, "acc", "k", "fp")
+		if err != nil || b == nil {
+			t.Fatalf("the retry did not take over: %v %v", b, err)
+		}
+		if err := a.Keep(ctx, Outcome{Status: 200, FileID: "from-a"}); !errors.Is(err, ErrLost) {
+			t.Fatalf("the lost claim kept its outcome: %v", err)
+		}
+		if err := b.Keep(ctx, Outcome{Status: 200, FileID: "from-b"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, o, err := s.Begin(ctx, "acc", "k", "fp"); err != nil || o == nil || o.FileID != "from-b" {
+			t.Fatalf("the kept outcome: %+v %v", o, err)
+		}
+		// A lost claim's Drop leaves the key to its new holder.
+		c, _, err := slow.Begin(ctx, "acc", "k2", "fp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _, err := s.Begin(ctx, "acc", "k2", "fp")
+		if err != nil || d == nil {
+			t.Fatal(d, err)
+		}
+		if err := c.Drop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Keep(ctx, Outcome{Status: 200, BatchID: "b"}); err != nil {
+			t.Fatalf("the lost claim's Drop removed the new holder's record: %v", err)
+		}
+	})
+}
+
+// Forget removes only the outcome it was given: a record changed since
+// (a retry already running afresh) stays.
+func TestForgetOnlyWhatWasSeen(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		c, _, _ := s.Begin(ctx, "acc", "k", "fp")
+		if err := c.Keep(ctx, Outcome{Status: 200, FileID: "gone"}); err != nil {
+			t.Fatal(err)
+		}
+		_, seen, _ := s.Begin(ctx, "acc", "k", "fp")
+		_, seen2, _ := s.Begin(ctx, "acc", "k", "fp")
+		if err := s.Forget(ctx, "acc", "k", seen); err != nil {
+			t.Fatal(err)
+		}
+		fresh, _, err := s.Begin(ctx, "acc", "k", "fp") // runs afresh
+		if err != nil || fresh == nil {
+			t.Fatal(fresh, err)
+		}
+		if err := s.Forget(ctx, "acc", "k", seen2); err != nil { // a second retry saw the same outcome
+			t.Fatal(err)
+		}
+		if err := fresh.Keep(ctx, Outcome{Status: 200, FileID: "new"}); err != nil {
+			t.Fatalf("the second Forget removed the fresh claim: %v", err)
+		}
 	})
 }

@@ -19,6 +19,7 @@ import (
 // gateway is the only one. Rate windows are fixed minutes;
 // in-flight requests are leases in an index scored by their expiry, so the
 // leases of a gateway that died pass by themselves.
+
 // Limits is where rate windows and in-flight leases are counted: the
 // state store's operations of the same names (every gateway shares them),
 // or memlimits for a gateway that is the only one (Deps.OnlyGateway: the

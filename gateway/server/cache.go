@@ -145,6 +145,6 @@ func (s *Server) answerStored(c echo.Context, sg *storedGenerate, f *files.File,
 	if sg.host {
 		return s.hostedResponse(c, f, r)
 	}
-	answeredWithFile(c, f.ID)
+	s.answeredWithFile(c, f.ID)
 	return s.sendBlob(c, blob.FileKey(f.ID), f.Name, f.ContentType, "attachment")
 }

@@ -16,7 +16,9 @@ import (
 	"github.com/docrender/docrender/gateway/account"
 	"github.com/docrender/docrender/gateway/idempotency"
 	"github.com/docrender/docrender/gateway/server/apierr"
+	"github.com/docrender/docrender/pkg/batch"
 	"github.com/docrender/docrender/pkg/blob"
+	"github.com/docrender/docrender/pkg/files"
 )
 
 // Idempotency-Key (DESIGN §4.20) on the routes that create work: the same
@@ -68,16 +70,19 @@ func (s *Server) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		st := &idemState{key: vals[0]}
 		c.Set(ctxIdem, st)
-		err := next(c)
-		if st.w != nil {
-			st.w.finish()
-		}
-		if st.claim != nil && !st.claim.Kept() {
-			if derr := st.claim.Drop(c.Request().Context()); derr != nil {
-				s.Log.Warn("forgetting a failed request's idempotency key", "err", derr)
+		// Deferred: a handler that panics (recovered further out) must
+		// not leave its key claimed and renewed forever.
+		defer func() {
+			if st.w != nil {
+				st.w.finish()
 			}
-		}
-		return err
+			if st.claim != nil && !st.claim.Kept() {
+				if derr := st.claim.Drop(c.Request().Context()); derr != nil {
+					s.Log.Warn("forgetting a failed request's idempotency key", "err", derr)
+				}
+			}
+		}()
+		return next(c)
 	}
 }
 
@@ -118,6 +123,11 @@ func (s *Server) beginIdempotent(c echo.Context, u *account.User, fp string) (*i
 				WithHint("Send a new Idempotency-Key for a new request; reuse a key only to retry the same request.")
 			e.Extra = map[string]any{"field": headerIdempotencyKey}
 			return nil, e
+		case errors.Is(err, context.DeadlineExceeded) && c.Request().Context().Err() == nil:
+			e := apierr.New(http.StatusServiceUnavailable, "The same request, sent earlier with this Idempotency-Key, is still running.").
+				WithHint("Send it again later with the same Idempotency-Key to get its answer.")
+			e.Header = map[string]string{"Retry-After": "5"}
+			return nil, e
 		case err != nil:
 			return nil, err
 		case claim != nil:
@@ -126,28 +136,57 @@ func (s *Server) beginIdempotent(c echo.Context, u *account.User, fp string) (*i
 			c.Response().Writer = st.w
 			return nil, nil
 		}
-		if s.outcomeLive(ctx, u, o) {
+		live, err := s.outcomeLive(ctx, u, o)
+		if err != nil {
+			return nil, err
+		}
+		if live {
 			return o, nil
 		}
-		// What it answered with is gone (deleted, expired): judged afresh.
-		if err := s.idem.Forget(ctx, u.ID, st.key); err != nil {
+		// What it answered with is gone (deleted, expired) or its batch
+		// failed: judged afresh.
+		if err := s.idem.Forget(ctx, u.ID, st.key, o); err != nil {
 			return nil, err
 		}
 	}
 	return nil, apierr.New(http.StatusConflict, "This Idempotency-Key's request keeps changing; send a new key.")
 }
 
-// outcomeLive reports whether what o answered with can still be answered.
-func (s *Server) outcomeLive(ctx context.Context, u *account.User, o *idempotency.Outcome) bool {
-	if o.FileID != "" {
-		f, err := s.files.Get(ctx, o.FileID)
-		return err == nil && f.OwnerID == u.ID
+// outcomeLive reports whether what o answered with can still be answered:
+// its stored file, or its batch (running, or completed with its ZIP). Only
+// a file or batch that is gone, or a batch that failed, is not; any other
+// error is the store's and is returned, so a hiccup never runs (and
+// charges) a request twice.
+func (s *Server) outcomeLive(ctx context.Context, u *account.User, o *idempotency.Outcome) (bool, error) {
+	fileLive := func(id string) (bool, error) {
+		f, err := s.files.Get(ctx, id)
+		if errors.Is(err, files.ErrNotFound) {
+			return false, nil
+		}
+		return err == nil && f.OwnerID == u.ID, err
 	}
-	if o.BatchID != "" {
+	switch {
+	case o.FileID != "":
+		return fileLive(o.FileID)
+	case o.BatchID != "":
 		rec, err := s.batches.tracker.Get(ctx, o.BatchID)
-		return err == nil && rec.OwnerID == u.ID
+		if errors.Is(err, batch.ErrNotFound) {
+			return false, nil
+		}
+		if err != nil || rec.OwnerID != u.ID {
+			return false, err
+		}
+		p, err := s.batches.tracker.Progress(ctx, rec)
+		switch {
+		case err != nil:
+			return false, err
+		case p.Status == batch.Error:
+			return false, nil // a failed outcome is not kept (DESIGN §4.20)
+		case p.Status == batch.Completed:
+			return fileLive(rec.ZipID)
+		}
 	}
-	return true
+	return true, nil
 }
 
 // keepOutcome keeps o as the keyed request's outcome now (a batch, kept
@@ -160,12 +199,29 @@ func keepOutcome(c echo.Context, o idempotency.Outcome) error {
 	return st.claim.Keep(c.Request().Context(), o)
 }
 
-// answeredWithFile tells a keyed request's recorder that its answer is the
-// stored file id's bytes.
-func answeredWithFile(c echo.Context, id string) {
-	if st := idemOf(c); st != nil && st.w != nil {
-		st.w.file = id
+// answeredWithFile keeps a keyed request's outcome, the stored file id's
+// bytes, at once: the file is committed and its conversion charged, so a
+// retry from now on must get it, even if the answer never goes out.
+func (s *Server) answeredWithFile(c echo.Context, id string) {
+	st := idemOf(c)
+	if st == nil || st.claim == nil {
+		return
 	}
+	o := idempotency.Outcome{Status: http.StatusOK, Header: keptHeaderValues(c.Response().Header()), FileID: id}
+	if err := st.claim.Keep(c.Request().Context(), o); err != nil {
+		s.Log.Warn("keeping an idempotent answer failed", "err", err)
+	}
+}
+
+// keptHeaderValues are h's headers worth answering again.
+func keptHeaderValues(h http.Header) map[string]string {
+	out := map[string]string{}
+	for _, k := range keptHeaders {
+		if v := h.Get(k); v != "" {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // replay answers a keyed request with its kept outcome.
@@ -199,8 +255,6 @@ type keepWriter struct {
 	claim   *idempotency.Claim
 	status  int
 	settled bool
-	// file is the stored file whose bytes the answer is.
-	file string
 }
 
 func (w *keepWriter) WriteHeader(code int) {
@@ -253,21 +307,13 @@ func (w *keepWriter) settle(first []byte) {
 	w.ResponseWriter.WriteHeader(w.status)
 }
 
-// outcome is the answer as kept: a stored file's bytes by its ID, a JSON
-// answer whole. Anything else is not kept (the key is forgotten).
+// outcome is a JSON answer as kept, whole. Anything else not kept already
+// (a file answer is kept by answeredWithFile) is not kept: the key is
+// forgotten.
 func (w *keepWriter) outcome(first []byte) (idempotency.Outcome, bool) {
 	h := w.Header()
-	o := idempotency.Outcome{Status: w.status, Header: map[string]string{}}
-	for _, k := range keptHeaders {
-		if v := h.Get(k); v != "" {
-			o.Header[k] = v
-		}
-	}
-	switch {
-	case w.file != "":
-		o.FileID = w.file
-		return o, true
-	case strings.HasPrefix(h.Get(echo.HeaderContentType), echo.MIMEApplicationJSON) && len(first) <= idempotency.MaxBody:
+	o := idempotency.Outcome{Status: w.status, Header: keptHeaderValues(h)}
+	if strings.HasPrefix(h.Get(echo.HeaderContentType), echo.MIMEApplicationJSON) && len(first) <= idempotency.MaxBody {
 		// c.JSON writes its body in one Write.
 		o.Body = append([]byte(nil), first...)
 		return o, true

@@ -3,10 +3,15 @@ package server
 import (
 	"bytes"
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/docrender/docrender/gateway/idempotency"
 
@@ -158,7 +163,9 @@ func TestIdempotentConcurrentRequestsJoin(t *testing.T) {
 	for g.queue.runs() == 0 {
 		waitABit()
 	}
-	waitABit()
+	// Time for the second copy to arrive and wait for the first (it polls
+	// every 100 ms): it must join, not run.
+	time.Sleep(500 * time.Millisecond)
 	close(g.queue.hold)
 	wg.Wait()
 	for _, a := range answers {
@@ -199,3 +206,35 @@ func TestIdempotentOutcomeGoneRunsAfresh(t *testing.T) {
 }
 
 func waitABit() { time.Sleep(20 * time.Millisecond) }
+
+// A handler that panics with its key claimed leaves the key free: the
+// retry runs at once instead of waiting for a claim renewed forever.
+func TestIdempotentPanicFreesTheKey(t *testing.T) {
+	g := newGateway(t, nil)
+	e := echo.New()
+	e.Use(middleware.Recover())
+	e.POST("/x", g.srv.idempotent(func(c echo.Context) error {
+		if _, err := g.srv.beginIdempotent(c, g.user, "fp"); err != nil {
+			return err
+		}
+		panic("a bug")
+	}))
+	for range 2 {
+		req := httptest.NewRequest(http.MethodPost, "/x", nil)
+		req.Header.Set(headerIdempotencyKey, "k")
+		rec := httptest.NewRecorder()
+		done := make(chan struct{})
+		go func() {
+			e.ServeHTTP(rec, req.WithContext(req.Context()))
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the retry waited for the panicked request's claim")
+		}
+		if rec.Code != http.StatusInternalServerError {
+			t.Fatalf("status %d", rec.Code)
+		}
+	}
+}

@@ -70,15 +70,13 @@ func (s *Server) merge(c echo.Context) error {
 		return s.replay(c, o)
 	}
 	var pending *PendingFile
-	if spec := (StoreSpec{Name: req.fileName + ".pdf", ContentType: "application/pdf", UserType: req.userType, Hosted: true}); req.host {
-		if pending, err = s.reserveFile(ctx, u, spec); err != nil {
-			return err
+	if req.host || idemOf(c) != nil {
+		spec := StoreSpec{Name: req.fileName + ".pdf", ContentType: "application/pdf", UserType: req.userType, Hosted: req.host}
+		if !req.host {
+			// A keyed answer's bytes are kept for a retry (DESIGN §4.20).
+			spec = keptFile(spec)
 		}
-		job.OutputKey = pending.BlobKey()
-	} else if idemOf(c) != nil {
-		// A keyed answer's bytes are kept for a retry (DESIGN §4.20).
-		spec.Hosted = false
-		if pending, err = s.reserveFile(ctx, u, keptFile(spec)); err != nil {
+		if pending, err = s.reserveFile(ctx, u, spec); err != nil {
 			return err
 		}
 		job.OutputKey = pending.BlobKey()
@@ -98,11 +96,7 @@ func (s *Server) merge(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if !req.host {
-		answeredWithFile(c, f.ID)
-		return s.sendBlob(c, blob.FileKey(f.ID), f.Name, f.ContentType, "attachment")
-	}
-	return s.hostedResponse(c, f, res.Report)
+	return s.answerStored(c, &storedGenerate{host: req.host}, f, res.Report)
 }
 
 // headerPages carries the page count of a merged PDF.
@@ -241,8 +235,8 @@ func readMergeParts(c echo.Context, blobs blob.Store, prefix string) (*mergeUplo
 		}
 		key := fmt.Sprintf("%s%04d.pdf", prefix, len(up.keys))
 		sn := &pdfSniffer{r: r}
-		sum := sha256.New() // the request's fingerprint (DESIGN §4.20)
-		cr := &countingReader{r: io.TeeReader(sn, sum)}
+		// Each file's SHA-256 goes into the request's fingerprint (DESIGN §4.20).
+		cr := &countingReader{r: sn, sum: sha256.New()}
 		if err := blobs.Put(ctx, key, cr, -1); err != nil {
 			if cr.err != nil {
 				return bodyError(cr.err)
@@ -255,7 +249,7 @@ func readMergeParts(c echo.Context, blobs blob.Store, prefix string) (*mergeUplo
 		up.keys = append(up.keys, key)
 		up.names = append(up.names, name)
 		up.notPDF = append(up.notPDF, sn.notPDF())
-		up.sums = append(up.sums, hex.EncodeToString(sum.Sum(nil)))
+		up.sums = append(up.sums, hex.EncodeToString(cr.sum.Sum(nil)))
 		up.received = append(up.received, uploadedFile{Name: name, MimeType: mimeType})
 		return nil
 	})

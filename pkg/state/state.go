@@ -41,6 +41,10 @@ type Store interface {
 	// SetNX stores value only when key is absent and reports whether it did.
 	SetNX(ctx context.Context, key string, value []byte, ttl time.Duration) (bool, error)
 	Delete(ctx context.Context, keys ...string) error
+	// Swap replaces the value at key with value (nil: deletes the key) only
+	// while it is old, and reports whether it did: a write fenced by what
+	// its writer last saw. ttl applies to the new value.
+	Swap(ctx context.Context, key string, old, value []byte, ttl time.Duration) (bool, error)
 
 	// IncrBy adds delta to the integer at key (absent counts as 0) and returns
 	// the new value; ttl is applied when the key is created.

@@ -127,6 +127,22 @@ func (s *Store) SetNX(_ context.Context, key string, value []byte, ttl time.Dura
 	return added, err
 }
 
+func (s *Store) Swap(_ context.Context, key string, old, value []byte, ttl time.Duration) (bool, error) {
+	var swapped bool
+	err := s.update("swap", key, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketKV)
+		if cur, ok := s.live(b.Get([]byte(key))); !ok || !bytes.Equal(cur, old) {
+			return nil
+		}
+		swapped = true
+		if value == nil {
+			return b.Delete([]byte(key))
+		}
+		return b.Put([]byte(key), s.encode(value, ttl))
+	})
+	return swapped, err
+}
+
 func (s *Store) Delete(_ context.Context, keys ...string) error {
 	return s.update("delete", fmt.Sprint(keys), func(tx *bolt.Tx) error {
 		for _, k := range keys {

@@ -87,6 +87,28 @@ func (s *Store) SetNX(ctx context.Context, key string, value []byte, ttl time.Du
 	return ok, wrap("setnx", key, err)
 }
 
+// swapScript sets (ARGV[2] with a ttl of ARGV[3] ms, 0: none) or, when
+// ARGV[4] is "del", deletes KEYS[1] while it holds ARGV[1].
+var swapScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if ARGV[4] == 'del' then
+  redis.call('DEL', KEYS[1])
+elseif tonumber(ARGV[3]) > 0 then
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+else
+  redis.call('SET', KEYS[1], ARGV[2])
+end
+return 1`)
+
+func (s *Store) Swap(ctx context.Context, key string, old, value []byte, ttl time.Duration) (bool, error) {
+	op := "set"
+	if value == nil {
+		op = "del"
+	}
+	n, err := swapScript.Run(ctx, s.rdb, []string{s.k(key)}, old, value, ttlMillis(ttl), op).Int64()
+	return n == 1, wrap("swap", key, err)
+}
+
 func (s *Store) Delete(ctx context.Context, keys ...string) error {
 	if len(keys) == 0 {
 		return nil

@@ -73,6 +73,57 @@ func Run(t *testing.T, s state.Store) {
 				t.Fatalf("%d SetNX calls won", wins.Load())
 			}
 		}},
+		{"swap only from what was seen", func(t *testing.T) {
+			must(t, s.Set(ctx, p+"sw", []byte("a"), 0))
+			if ok, err := s.Swap(ctx, p+"sw", []byte("b"), []byte("x"), 0); err != nil || ok {
+				t.Fatalf("swap from a value not there = %v, %v", ok, err)
+			}
+			if ok, err := s.Swap(ctx, p+"sw", []byte("a"), []byte("c"), 1200*time.Millisecond); err != nil || !ok {
+				t.Fatalf("swap a → c = %v, %v", ok, err)
+			}
+			if v, err := s.Get(ctx, p+"sw"); err != nil || string(v) != "c" {
+				t.Fatalf("after the swap: %q, %v", v, err)
+			}
+			var wins atomic.Int32
+			var wg sync.WaitGroup
+			for i := range 20 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if ok, err := s.Swap(ctx, p+"sw", []byte("c"), fmt.Appendf(nil, "w%d", i), time.Hour); err != nil {
+						t.Error(err)
+					} else if ok {
+						wins.Add(1)
+					}
+				}()
+			}
+			wg.Wait()
+			if wins.Load() != 1 {
+				t.Fatalf("%d swaps from c won", wins.Load())
+			}
+			cur, err := s.Get(ctx, p+"sw")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := s.Swap(ctx, p+"sw", cur, nil, 0); err != nil || !ok {
+				t.Fatalf("swap to nothing = %v, %v", ok, err)
+			}
+			if _, err := s.Get(ctx, p+"sw"); !errors.Is(err, state.ErrNotFound) {
+				t.Fatalf("a swap to nil left the key: %v", err)
+			}
+			if ok, err := s.Swap(ctx, p+"sw", cur, []byte("z"), 0); err != nil || ok {
+				t.Fatalf("swap of a missing key = %v, %v", ok, err)
+			}
+			// The new value's ttl applies.
+			must(t, s.Set(ctx, p+"sw2", []byte("a"), 0))
+			if ok, _ := s.Swap(ctx, p+"sw2", []byte("a"), []byte("b"), 300*time.Millisecond); !ok {
+				t.Fatal("swap a → b")
+			}
+			time.Sleep(500 * time.Millisecond)
+			if _, err := s.Get(ctx, p+"sw2"); !errors.Is(err, state.ErrNotFound) {
+				t.Fatalf("the swapped value outlived its ttl: %v", err)
+			}
+		}},
 		{"incr", func(t *testing.T) {
 			for want := int64(1); want <= 3; want++ {
 				if v, err := s.IncrBy(ctx, p+"c", 1, 0); err != nil || v != want {
