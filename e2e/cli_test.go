@@ -164,6 +164,15 @@ func TestCLI(t *testing.T) {
 		t.Errorf("render said %q", r.stderr)
 	}
 
+	// What the service says of it (DESIGN §8), free of charge.
+	var inspected struct {
+		Pages  int  `json:"pages"`
+		Tagged bool `json:"tagged"`
+	}
+	if r := c.ok("inspect", "report.pdf"); json.Unmarshal([]byte(r.stdout), &inspected) != nil || inspected.Pages != 2 || !inspected.Tagged {
+		t.Errorf("inspect printed %q", r.stdout)
+	}
+
 	// Options, flags after the argument.
 	c.ok("render", "report.html", "-o", "letter.pdf", "--option", "format=Letter", "--option", "margin.top=2cm",
 		"--option", "metadata.title=CLI title", "--option", "printBackground=false")

@@ -126,6 +126,8 @@ func (w *Worker) Handle(ctx context.Context, job *jobspb.Job, d queue.Delivery) 
 		res, err = w.handleZip(ctx, k.Zip, d)
 	case *jobspb.Job_Merge:
 		res, err = w.handleMerge(ctx, job)
+	case *jobspb.Job_Inspect:
+		res, err = w.handleInspect(ctx, job)
 	default:
 		return failure(jobspb.ErrorKind_ERROR_KIND_BAD_INPUT, "Unknown job kind."), nil
 	}
@@ -152,6 +154,8 @@ func jobKind(job *jobspb.Job) string {
 		return metrics.KindMerge
 	case *jobspb.Job_BatchDocument:
 		return metrics.KindBatch
+	case *jobspb.Job_Inspect:
+		return metrics.KindInspect
 	}
 	return metrics.KindRender
 }

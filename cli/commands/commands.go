@@ -65,6 +65,7 @@ func commandList() []command {
 		{"render", "FILE|DIR|URL [-o out.pdf] [--option k=v ...] [--host] [--idempotency-key K]", "render an HTML file, a folder (index.html and its assets) or a web page to PDF", runRender},
 		{"merge", "a.pdf b.pdf ... [-o out.pdf] [--option k=v ...] [--host] [--idempotency-key K]", "merge PDFs in the order given", runMerge},
 		{"batch", "DIR [-o out.zip] [--option k=v ...] [--host] [--progress auto|bar|plain|none] [--idempotency-key K]", "render every .html file of DIR into one ZIP, showing progress", runBatch},
+		{"inspect", "FILE", "say what a PDF is and claims (pages, sizes, tags, PDF/A and PDF/UA claims, fonts, attachments) as JSON", runInspect},
 		{"qr", "TEXT [-o qr.png] [--size N] [--margin N] [--ecc L|M|Q|H] [--dark #000] [--light #fff]", "draw a QR code as a PNG", runQR},
 		{"files", "ls [--page N] [--limit N] [--json] | rm ID ...", "list or delete your hosted files (needs DOCRENDER_SESSION)", runFiles},
 		{"usage", "[--json]", "this month's conversions and hosted files against your plan (needs DOCRENDER_SESSION)", runUsage},

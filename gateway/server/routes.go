@@ -58,6 +58,8 @@ func (s *Server) routeTable() []route {
 		{get, "/pdf/progress/:batchId/stream", apiKey, b.stream, false},
 		{post, "/pdf/merge", apiKey, s.idempotent(s.merge), true},
 		{post, "/pdf/qrcode", apiKey, s.qrcode, false},
+		// Documents of record (DESIGN §8): inspect.go.
+		{post, "/pdf/inspect", apiKey, s.inspect, true},
 
 		// Stored files (spec 4.7-4.14): hosted.go.
 		{getHead, "/pdf/view/:id", public, s.serveFile("id", "inline"), false},

@@ -35,6 +35,8 @@ const (
 	KindBatch  = "batch_document"
 	KindMerge  = "merge"
 	KindZip    = "zip"
+	// KindInspect is POST /pdf/inspect's reading of a PDF (DESIGN §8).
+	KindInspect = "inspect"
 )
 
 // Buckets in seconds. HTTP covers fast JSON routes and synchronous renders

@@ -946,6 +946,7 @@ type Job struct {
 	//	*Job_Merge
 	//	*Job_Zip
 	//	*Job_BatchDocument
+	//	*Job_Inspect
 	Kind          isJob_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1066,6 +1067,15 @@ func (x *Job) GetBatchDocument() *BatchDocumentJob {
 	return nil
 }
 
+func (x *Job) GetInspect() *InspectJob {
+	if x != nil {
+		if x, ok := x.Kind.(*Job_Inspect); ok {
+			return x.Inspect
+		}
+	}
+	return nil
+}
+
 type isJob_Kind interface {
 	isJob_Kind()
 }
@@ -1086,6 +1096,10 @@ type Job_BatchDocument struct {
 	BatchDocument *BatchDocumentJob `protobuf:"bytes,13,opt,name=batch_document,json=batchDocument,proto3,oneof"`
 }
 
+type Job_Inspect struct {
+	Inspect *InspectJob `protobuf:"bytes,14,opt,name=inspect,proto3,oneof"`
+}
+
 func (*Job_Render) isJob_Kind() {}
 
 func (*Job_Merge) isJob_Kind() {}
@@ -1093,6 +1107,201 @@ func (*Job_Merge) isJob_Kind() {}
 func (*Job_Zip) isJob_Kind() {}
 
 func (*Job_BatchDocument) isJob_Kind() {}
+
+func (*Job_Inspect) isJob_Kind() {}
+
+// InspectJob reads one PDF and reports what it is and claims (DESIGN §8,
+// POST /pdf/inspect). It writes nothing.
+type InspectJob struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	InputKey string                 `protobuf:"bytes,1,opt,name=input_key,json=inputKey,proto3" json:"input_key,omitempty"`
+	// The client's name of the file, for error messages.
+	InputName     string `protobuf:"bytes,2,opt,name=input_name,json=inputName,proto3" json:"input_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InspectJob) Reset() {
+	*x = InspectJob{}
+	mi := &file_jobs_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InspectJob) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InspectJob) ProtoMessage() {}
+
+func (x *InspectJob) ProtoReflect() protoreflect.Message {
+	mi := &file_jobs_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InspectJob.ProtoReflect.Descriptor instead.
+func (*InspectJob) Descriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *InspectJob) GetInputKey() string {
+	if x != nil {
+		return x.InputKey
+	}
+	return ""
+}
+
+func (x *InspectJob) GetInputName() string {
+	if x != nil {
+		return x.InputName
+	}
+	return ""
+}
+
+// InspectReport is what InspectJob found.
+type InspectReport struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Pages int32                  `protobuf:"varint,1,opt,name=pages,proto3" json:"pages,omitempty"`
+	// Points, the first 100 pages.
+	PageSizes  []*InspectReport_PageSize `protobuf:"bytes,2,rep,name=page_sizes,json=pageSizes,proto3" json:"page_sizes,omitempty"`
+	PdfVersion string                    `protobuf:"bytes,3,opt,name=pdf_version,json=pdfVersion,proto3" json:"pdf_version,omitempty"`
+	Tagged     bool                      `protobuf:"varint,4,opt,name=tagged,proto3" json:"tagged,omitempty"`
+	Encrypted  bool                      `protobuf:"varint,5,opt,name=encrypted,proto3" json:"encrypted,omitempty"`
+	// The PDF/A claim of the XMP metadata (pdfaid:part, pdfaid:conformance); empty: none.
+	PdfaPart        string `protobuf:"bytes,6,opt,name=pdfa_part,json=pdfaPart,proto3" json:"pdfa_part,omitempty"`
+	PdfaConformance string `protobuf:"bytes,7,opt,name=pdfa_conformance,json=pdfaConformance,proto3" json:"pdfa_conformance,omitempty"`
+	// The PDF/UA claim (pdfuaid:part); empty: none.
+	PdfuaPart string `protobuf:"bytes,8,opt,name=pdfua_part,json=pdfuaPart,proto3" json:"pdfua_part,omitempty"`
+	Lang      string `protobuf:"bytes,9,opt,name=lang,proto3" json:"lang,omitempty"`
+	// The document information dictionary: title, author, subject, keywords,
+	// creator, producer, creationDate, modDate.
+	Metadata      map[string]string           `protobuf:"bytes,10,rep,name=metadata,proto3" json:"metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Fonts         []*InspectReport_Font       `protobuf:"bytes,11,rep,name=fonts,proto3" json:"fonts,omitempty"`
+	Attachments   []*InspectReport_Attachment `protobuf:"bytes,12,rep,name=attachments,proto3" json:"attachments,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InspectReport) Reset() {
+	*x = InspectReport{}
+	mi := &file_jobs_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InspectReport) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InspectReport) ProtoMessage() {}
+
+func (x *InspectReport) ProtoReflect() protoreflect.Message {
+	mi := &file_jobs_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InspectReport.ProtoReflect.Descriptor instead.
+func (*InspectReport) Descriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *InspectReport) GetPages() int32 {
+	if x != nil {
+		return x.Pages
+	}
+	return 0
+}
+
+func (x *InspectReport) GetPageSizes() []*InspectReport_PageSize {
+	if x != nil {
+		return x.PageSizes
+	}
+	return nil
+}
+
+func (x *InspectReport) GetPdfVersion() string {
+	if x != nil {
+		return x.PdfVersion
+	}
+	return ""
+}
+
+func (x *InspectReport) GetTagged() bool {
+	if x != nil {
+		return x.Tagged
+	}
+	return false
+}
+
+func (x *InspectReport) GetEncrypted() bool {
+	if x != nil {
+		return x.Encrypted
+	}
+	return false
+}
+
+func (x *InspectReport) GetPdfaPart() string {
+	if x != nil {
+		return x.PdfaPart
+	}
+	return ""
+}
+
+func (x *InspectReport) GetPdfaConformance() string {
+	if x != nil {
+		return x.PdfaConformance
+	}
+	return ""
+}
+
+func (x *InspectReport) GetPdfuaPart() string {
+	if x != nil {
+		return x.PdfuaPart
+	}
+	return ""
+}
+
+func (x *InspectReport) GetLang() string {
+	if x != nil {
+		return x.Lang
+	}
+	return ""
+}
+
+func (x *InspectReport) GetMetadata() map[string]string {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *InspectReport) GetFonts() []*InspectReport_Font {
+	if x != nil {
+		return x.Fonts
+	}
+	return nil
+}
+
+func (x *InspectReport) GetAttachments() []*InspectReport_Attachment {
+	if x != nil {
+		return x.Attachments
+	}
+	return nil
+}
 
 // BatchDocumentJob renders document `index` of a batch and advances the
 // batch (package batch holds its state).
@@ -1107,7 +1316,7 @@ type BatchDocumentJob struct {
 
 func (x *BatchDocumentJob) Reset() {
 	*x = BatchDocumentJob{}
-	mi := &file_jobs_proto_msgTypes[10]
+	mi := &file_jobs_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1119,7 +1328,7 @@ func (x *BatchDocumentJob) String() string {
 func (*BatchDocumentJob) ProtoMessage() {}
 
 func (x *BatchDocumentJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[10]
+	mi := &file_jobs_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1132,7 +1341,7 @@ func (x *BatchDocumentJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchDocumentJob.ProtoReflect.Descriptor instead.
 func (*BatchDocumentJob) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{10}
+	return file_jobs_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *BatchDocumentJob) GetBatchId() string {
@@ -1167,7 +1376,7 @@ type ZipJob struct {
 
 func (x *ZipJob) Reset() {
 	*x = ZipJob{}
-	mi := &file_jobs_proto_msgTypes[11]
+	mi := &file_jobs_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1179,7 +1388,7 @@ func (x *ZipJob) String() string {
 func (*ZipJob) ProtoMessage() {}
 
 func (x *ZipJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[11]
+	mi := &file_jobs_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1192,7 +1401,7 @@ func (x *ZipJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ZipJob.ProtoReflect.Descriptor instead.
 func (*ZipJob) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{11}
+	return file_jobs_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ZipJob) GetBatchId() string {
@@ -1220,7 +1429,7 @@ type WebhookDelivery struct {
 
 func (x *WebhookDelivery) Reset() {
 	*x = WebhookDelivery{}
-	mi := &file_jobs_proto_msgTypes[12]
+	mi := &file_jobs_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1232,7 +1441,7 @@ func (x *WebhookDelivery) String() string {
 func (*WebhookDelivery) ProtoMessage() {}
 
 func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[12]
+	mi := &file_jobs_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1245,7 +1454,7 @@ func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDelivery.ProtoReflect.Descriptor instead.
 func (*WebhookDelivery) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{12}
+	return file_jobs_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *WebhookDelivery) GetDeliveryId() string {
@@ -1303,7 +1512,7 @@ type FailedRequest struct {
 
 func (x *FailedRequest) Reset() {
 	*x = FailedRequest{}
-	mi := &file_jobs_proto_msgTypes[13]
+	mi := &file_jobs_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1315,7 +1524,7 @@ func (x *FailedRequest) String() string {
 func (*FailedRequest) ProtoMessage() {}
 
 func (x *FailedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[13]
+	mi := &file_jobs_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1328,7 +1537,7 @@ func (x *FailedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailedRequest.ProtoReflect.Descriptor instead.
 func (*FailedRequest) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{13}
+	return file_jobs_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *FailedRequest) GetUrl() string {
@@ -1370,7 +1579,7 @@ type Report struct {
 
 func (x *Report) Reset() {
 	*x = Report{}
-	mi := &file_jobs_proto_msgTypes[14]
+	mi := &file_jobs_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1382,7 +1591,7 @@ func (x *Report) String() string {
 func (*Report) ProtoMessage() {}
 
 func (x *Report) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[14]
+	mi := &file_jobs_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1395,7 +1604,7 @@ func (x *Report) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Report.ProtoReflect.Descriptor instead.
 func (*Report) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{14}
+	return file_jobs_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Report) GetPages() int32 {
@@ -1455,23 +1664,25 @@ func (x *Report) GetConsoleErrorsTotal() int32 {
 }
 
 type Result struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	ErrorKind     ErrorKind              `protobuf:"varint,2,opt,name=error_kind,json=errorKind,proto3,enum=docrender.jobs.v1.ErrorKind" json:"error_kind,omitempty"`
-	ErrorMessage  string                 `protobuf:"bytes,3,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
-	OutputKey     string                 `protobuf:"bytes,4,opt,name=output_key,json=outputKey,proto3" json:"output_key,omitempty"`
-	Size          int64                  `protobuf:"varint,5,opt,name=size,proto3" json:"size,omitempty"`
-	Pages         int32                  `protobuf:"varint,6,opt,name=pages,proto3" json:"pages,omitempty"`
-	BatchId       string                 `protobuf:"bytes,7,opt,name=batch_id,json=batchId,proto3" json:"batch_id,omitempty"`
-	BatchIndex    int32                  `protobuf:"varint,8,opt,name=batch_index,json=batchIndex,proto3" json:"batch_index,omitempty"`
-	Report        *Report                `protobuf:"bytes,9,opt,name=report,proto3" json:"report,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	JobId        string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	ErrorKind    ErrorKind              `protobuf:"varint,2,opt,name=error_kind,json=errorKind,proto3,enum=docrender.jobs.v1.ErrorKind" json:"error_kind,omitempty"`
+	ErrorMessage string                 `protobuf:"bytes,3,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	OutputKey    string                 `protobuf:"bytes,4,opt,name=output_key,json=outputKey,proto3" json:"output_key,omitempty"`
+	Size         int64                  `protobuf:"varint,5,opt,name=size,proto3" json:"size,omitempty"`
+	Pages        int32                  `protobuf:"varint,6,opt,name=pages,proto3" json:"pages,omitempty"`
+	BatchId      string                 `protobuf:"bytes,7,opt,name=batch_id,json=batchId,proto3" json:"batch_id,omitempty"`
+	BatchIndex   int32                  `protobuf:"varint,8,opt,name=batch_index,json=batchIndex,proto3" json:"batch_index,omitempty"`
+	Report       *Report                `protobuf:"bytes,9,opt,name=report,proto3" json:"report,omitempty"`
+	// An InspectJob's findings.
+	Inspect       *InspectReport `protobuf:"bytes,10,opt,name=inspect,proto3" json:"inspect,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_jobs_proto_msgTypes[15]
+	mi := &file_jobs_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1483,7 +1694,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[15]
+	mi := &file_jobs_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1496,7 +1707,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{15}
+	return file_jobs_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Result) GetJobId() string {
@@ -1560,6 +1771,185 @@ func (x *Result) GetReport() *Report {
 		return x.Report
 	}
 	return nil
+}
+
+func (x *Result) GetInspect() *InspectReport {
+	if x != nil {
+		return x.Inspect
+	}
+	return nil
+}
+
+type InspectReport_PageSize struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Width         float64                `protobuf:"fixed64,1,opt,name=width,proto3" json:"width,omitempty"`
+	Height        float64                `protobuf:"fixed64,2,opt,name=height,proto3" json:"height,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InspectReport_PageSize) Reset() {
+	*x = InspectReport_PageSize{}
+	mi := &file_jobs_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InspectReport_PageSize) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InspectReport_PageSize) ProtoMessage() {}
+
+func (x *InspectReport_PageSize) ProtoReflect() protoreflect.Message {
+	mi := &file_jobs_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InspectReport_PageSize.ProtoReflect.Descriptor instead.
+func (*InspectReport_PageSize) Descriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{11, 0}
+}
+
+func (x *InspectReport_PageSize) GetWidth() float64 {
+	if x != nil {
+		return x.Width
+	}
+	return 0
+}
+
+func (x *InspectReport_PageSize) GetHeight() float64 {
+	if x != nil {
+		return x.Height
+	}
+	return 0
+}
+
+type InspectReport_Font struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Embedded      bool                   `protobuf:"varint,2,opt,name=embedded,proto3" json:"embedded,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InspectReport_Font) Reset() {
+	*x = InspectReport_Font{}
+	mi := &file_jobs_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InspectReport_Font) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InspectReport_Font) ProtoMessage() {}
+
+func (x *InspectReport_Font) ProtoReflect() protoreflect.Message {
+	mi := &file_jobs_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InspectReport_Font.ProtoReflect.Descriptor instead.
+func (*InspectReport_Font) Descriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{11, 1}
+}
+
+func (x *InspectReport_Font) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *InspectReport_Font) GetEmbedded() bool {
+	if x != nil {
+		return x.Embedded
+	}
+	return false
+}
+
+type InspectReport_Attachment struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	FileName      string                 `protobuf:"bytes,1,opt,name=file_name,json=fileName,proto3" json:"file_name,omitempty"`
+	Size          int64                  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	MimeType      string                 `protobuf:"bytes,3,opt,name=mime_type,json=mimeType,proto3" json:"mime_type,omitempty"`
+	Relationship  string                 `protobuf:"bytes,4,opt,name=relationship,proto3" json:"relationship,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InspectReport_Attachment) Reset() {
+	*x = InspectReport_Attachment{}
+	mi := &file_jobs_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InspectReport_Attachment) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InspectReport_Attachment) ProtoMessage() {}
+
+func (x *InspectReport_Attachment) ProtoReflect() protoreflect.Message {
+	mi := &file_jobs_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InspectReport_Attachment.ProtoReflect.Descriptor instead.
+func (*InspectReport_Attachment) Descriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{11, 2}
+}
+
+func (x *InspectReport_Attachment) GetFileName() string {
+	if x != nil {
+		return x.FileName
+	}
+	return ""
+}
+
+func (x *InspectReport_Attachment) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *InspectReport_Attachment) GetMimeType() string {
+	if x != nil {
+		return x.MimeType
+	}
+	return ""
+}
+
+func (x *InspectReport_Attachment) GetRelationship() string {
+	if x != nil {
+		return x.Relationship
+	}
+	return ""
 }
 
 var File_jobs_proto protoreflect.FileDescriptor
@@ -1651,7 +2041,7 @@ const file_jobs_proto_rawDesc = "" +
 	"\x04info\x18\x04 \x01(\v2\x1a.docrender.jobs.v1.DocInfoR\x04info\x12=\n" +
 	"\n" +
 	"encryption\x18\x05 \x01(\v2\x1d.docrender.jobs.v1.EncryptionR\n" +
-	"encryption\"\xcb\x03\n" +
+	"encryption\"\x86\x04\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -1667,8 +2057,46 @@ const file_jobs_proto_rawDesc = "" +
 	" \x01(\v2\x1c.docrender.jobs.v1.RenderJobH\x00R\x06render\x123\n" +
 	"\x05merge\x18\v \x01(\v2\x1b.docrender.jobs.v1.MergeJobH\x00R\x05merge\x12-\n" +
 	"\x03zip\x18\f \x01(\v2\x19.docrender.jobs.v1.ZipJobH\x00R\x03zip\x12L\n" +
-	"\x0ebatch_document\x18\r \x01(\v2#.docrender.jobs.v1.BatchDocumentJobH\x00R\rbatchDocumentB\x06\n" +
-	"\x04kindJ\x04\b\x04\x10\x05J\x04\b\x05\x10\x06R\bbatch_idR\vbatch_index\"y\n" +
+	"\x0ebatch_document\x18\r \x01(\v2#.docrender.jobs.v1.BatchDocumentJobH\x00R\rbatchDocument\x129\n" +
+	"\ainspect\x18\x0e \x01(\v2\x1d.docrender.jobs.v1.InspectJobH\x00R\ainspectB\x06\n" +
+	"\x04kindJ\x04\b\x04\x10\x05J\x04\b\x05\x10\x06R\bbatch_idR\vbatch_index\"H\n" +
+	"\n" +
+	"InspectJob\x12\x1b\n" +
+	"\tinput_key\x18\x01 \x01(\tR\binputKey\x12\x1d\n" +
+	"\n" +
+	"input_name\x18\x02 \x01(\tR\tinputName\"\xc8\x06\n" +
+	"\rInspectReport\x12\x14\n" +
+	"\x05pages\x18\x01 \x01(\x05R\x05pages\x12H\n" +
+	"\n" +
+	"page_sizes\x18\x02 \x03(\v2).docrender.jobs.v1.InspectReport.PageSizeR\tpageSizes\x12\x1f\n" +
+	"\vpdf_version\x18\x03 \x01(\tR\n" +
+	"pdfVersion\x12\x16\n" +
+	"\x06tagged\x18\x04 \x01(\bR\x06tagged\x12\x1c\n" +
+	"\tencrypted\x18\x05 \x01(\bR\tencrypted\x12\x1b\n" +
+	"\tpdfa_part\x18\x06 \x01(\tR\bpdfaPart\x12)\n" +
+	"\x10pdfa_conformance\x18\a \x01(\tR\x0fpdfaConformance\x12\x1d\n" +
+	"\n" +
+	"pdfua_part\x18\b \x01(\tR\tpdfuaPart\x12\x12\n" +
+	"\x04lang\x18\t \x01(\tR\x04lang\x12J\n" +
+	"\bmetadata\x18\n" +
+	" \x03(\v2..docrender.jobs.v1.InspectReport.MetadataEntryR\bmetadata\x12;\n" +
+	"\x05fonts\x18\v \x03(\v2%.docrender.jobs.v1.InspectReport.FontR\x05fonts\x12M\n" +
+	"\vattachments\x18\f \x03(\v2+.docrender.jobs.v1.InspectReport.AttachmentR\vattachments\x1a8\n" +
+	"\bPageSize\x12\x14\n" +
+	"\x05width\x18\x01 \x01(\x01R\x05width\x12\x16\n" +
+	"\x06height\x18\x02 \x01(\x01R\x06height\x1a6\n" +
+	"\x04Font\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
+	"\bembedded\x18\x02 \x01(\bR\bembedded\x1a~\n" +
+	"\n" +
+	"Attachment\x12\x1b\n" +
+	"\tfile_name\x18\x01 \x01(\tR\bfileName\x12\x12\n" +
+	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x1b\n" +
+	"\tmime_type\x18\x03 \x01(\tR\bmimeType\x12\"\n" +
+	"\frelationship\x18\x04 \x01(\tR\frelationship\x1a;\n" +
+	"\rMetadataEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"y\n" +
 	"\x10BatchDocumentJob\x12\x19\n" +
 	"\bbatch_id\x18\x01 \x01(\tR\abatchId\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x05R\x05index\x124\n" +
@@ -1695,7 +2123,7 @@ const file_jobs_proto_rawDesc = "" +
 	"\x0econsole_errors\x18\x05 \x03(\tR\rconsoleErrors\x12#\n" +
 	"\rblocked_total\x18\x06 \x01(\x05R\fblockedTotal\x12!\n" +
 	"\ffailed_total\x18\a \x01(\x05R\vfailedTotal\x120\n" +
-	"\x14console_errors_total\x18\b \x01(\x05R\x12consoleErrorsTotal\"\xb9\x02\n" +
+	"\x14console_errors_total\x18\b \x01(\x05R\x12consoleErrorsTotal\"\xf5\x02\n" +
 	"\x06Result\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12;\n" +
 	"\n" +
@@ -1708,7 +2136,9 @@ const file_jobs_proto_rawDesc = "" +
 	"\bbatch_id\x18\a \x01(\tR\abatchId\x12\x1f\n" +
 	"\vbatch_index\x18\b \x01(\x05R\n" +
 	"batchIndex\x121\n" +
-	"\x06report\x18\t \x01(\v2\x19.docrender.jobs.v1.ReportR\x06report*\x88\x01\n" +
+	"\x06report\x18\t \x01(\v2\x19.docrender.jobs.v1.ReportR\x06report\x12:\n" +
+	"\ainspect\x18\n" +
+	" \x01(\v2 .docrender.jobs.v1.InspectReportR\ainspect*\x88\x01\n" +
 	"\tErrorKind\x12\x13\n" +
 	"\x0fERROR_KIND_NONE\x10\x00\x12\x17\n" +
 	"\x13ERROR_KIND_INTERNAL\x10\x01\x12\x16\n" +
@@ -1729,29 +2159,35 @@ func file_jobs_proto_rawDescGZIP() []byte {
 }
 
 var file_jobs_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_jobs_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_jobs_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_jobs_proto_goTypes = []any{
-	(ErrorKind)(0),           // 0: docrender.jobs.v1.ErrorKind
-	(*Page)(nil),             // 1: docrender.jobs.v1.Page
-	(*Watermark)(nil),        // 2: docrender.jobs.v1.Watermark
-	(*Print)(nil),            // 3: docrender.jobs.v1.Print
-	(*DocInfo)(nil),          // 4: docrender.jobs.v1.DocInfo
-	(*Encryption)(nil),       // 5: docrender.jobs.v1.Encryption
-	(*Cookie)(nil),           // 6: docrender.jobs.v1.Cookie
-	(*PageURL)(nil),          // 7: docrender.jobs.v1.PageURL
-	(*RenderJob)(nil),        // 8: docrender.jobs.v1.RenderJob
-	(*MergeJob)(nil),         // 9: docrender.jobs.v1.MergeJob
-	(*Job)(nil),              // 10: docrender.jobs.v1.Job
-	(*BatchDocumentJob)(nil), // 11: docrender.jobs.v1.BatchDocumentJob
-	(*ZipJob)(nil),           // 12: docrender.jobs.v1.ZipJob
-	(*WebhookDelivery)(nil),  // 13: docrender.jobs.v1.WebhookDelivery
-	(*FailedRequest)(nil),    // 14: docrender.jobs.v1.FailedRequest
-	(*Report)(nil),           // 15: docrender.jobs.v1.Report
-	(*Result)(nil),           // 16: docrender.jobs.v1.Result
-	nil,                      // 17: docrender.jobs.v1.PageURL.ExtraHttpHeadersEntry
+	(ErrorKind)(0),                   // 0: docrender.jobs.v1.ErrorKind
+	(*Page)(nil),                     // 1: docrender.jobs.v1.Page
+	(*Watermark)(nil),                // 2: docrender.jobs.v1.Watermark
+	(*Print)(nil),                    // 3: docrender.jobs.v1.Print
+	(*DocInfo)(nil),                  // 4: docrender.jobs.v1.DocInfo
+	(*Encryption)(nil),               // 5: docrender.jobs.v1.Encryption
+	(*Cookie)(nil),                   // 6: docrender.jobs.v1.Cookie
+	(*PageURL)(nil),                  // 7: docrender.jobs.v1.PageURL
+	(*RenderJob)(nil),                // 8: docrender.jobs.v1.RenderJob
+	(*MergeJob)(nil),                 // 9: docrender.jobs.v1.MergeJob
+	(*Job)(nil),                      // 10: docrender.jobs.v1.Job
+	(*InspectJob)(nil),               // 11: docrender.jobs.v1.InspectJob
+	(*InspectReport)(nil),            // 12: docrender.jobs.v1.InspectReport
+	(*BatchDocumentJob)(nil),         // 13: docrender.jobs.v1.BatchDocumentJob
+	(*ZipJob)(nil),                   // 14: docrender.jobs.v1.ZipJob
+	(*WebhookDelivery)(nil),          // 15: docrender.jobs.v1.WebhookDelivery
+	(*FailedRequest)(nil),            // 16: docrender.jobs.v1.FailedRequest
+	(*Report)(nil),                   // 17: docrender.jobs.v1.Report
+	(*Result)(nil),                   // 18: docrender.jobs.v1.Result
+	nil,                              // 19: docrender.jobs.v1.PageURL.ExtraHttpHeadersEntry
+	(*InspectReport_PageSize)(nil),   // 20: docrender.jobs.v1.InspectReport.PageSize
+	(*InspectReport_Font)(nil),       // 21: docrender.jobs.v1.InspectReport.Font
+	(*InspectReport_Attachment)(nil), // 22: docrender.jobs.v1.InspectReport.Attachment
+	nil,                              // 23: docrender.jobs.v1.InspectReport.MetadataEntry
 }
 var file_jobs_proto_depIdxs = []int32{
-	17, // 0: docrender.jobs.v1.PageURL.extra_http_headers:type_name -> docrender.jobs.v1.PageURL.ExtraHttpHeadersEntry
+	19, // 0: docrender.jobs.v1.PageURL.extra_http_headers:type_name -> docrender.jobs.v1.PageURL.ExtraHttpHeadersEntry
 	6,  // 1: docrender.jobs.v1.PageURL.cookies:type_name -> docrender.jobs.v1.Cookie
 	1,  // 2: docrender.jobs.v1.RenderJob.page:type_name -> docrender.jobs.v1.Page
 	2,  // 3: docrender.jobs.v1.RenderJob.watermark:type_name -> docrender.jobs.v1.Watermark
@@ -1764,17 +2200,23 @@ var file_jobs_proto_depIdxs = []int32{
 	5,  // 10: docrender.jobs.v1.MergeJob.encryption:type_name -> docrender.jobs.v1.Encryption
 	8,  // 11: docrender.jobs.v1.Job.render:type_name -> docrender.jobs.v1.RenderJob
 	9,  // 12: docrender.jobs.v1.Job.merge:type_name -> docrender.jobs.v1.MergeJob
-	12, // 13: docrender.jobs.v1.Job.zip:type_name -> docrender.jobs.v1.ZipJob
-	11, // 14: docrender.jobs.v1.Job.batch_document:type_name -> docrender.jobs.v1.BatchDocumentJob
-	8,  // 15: docrender.jobs.v1.BatchDocumentJob.render:type_name -> docrender.jobs.v1.RenderJob
-	14, // 16: docrender.jobs.v1.Report.failed_requests:type_name -> docrender.jobs.v1.FailedRequest
-	0,  // 17: docrender.jobs.v1.Result.error_kind:type_name -> docrender.jobs.v1.ErrorKind
-	15, // 18: docrender.jobs.v1.Result.report:type_name -> docrender.jobs.v1.Report
-	19, // [19:19] is the sub-list for method output_type
-	19, // [19:19] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	14, // 13: docrender.jobs.v1.Job.zip:type_name -> docrender.jobs.v1.ZipJob
+	13, // 14: docrender.jobs.v1.Job.batch_document:type_name -> docrender.jobs.v1.BatchDocumentJob
+	11, // 15: docrender.jobs.v1.Job.inspect:type_name -> docrender.jobs.v1.InspectJob
+	20, // 16: docrender.jobs.v1.InspectReport.page_sizes:type_name -> docrender.jobs.v1.InspectReport.PageSize
+	23, // 17: docrender.jobs.v1.InspectReport.metadata:type_name -> docrender.jobs.v1.InspectReport.MetadataEntry
+	21, // 18: docrender.jobs.v1.InspectReport.fonts:type_name -> docrender.jobs.v1.InspectReport.Font
+	22, // 19: docrender.jobs.v1.InspectReport.attachments:type_name -> docrender.jobs.v1.InspectReport.Attachment
+	8,  // 20: docrender.jobs.v1.BatchDocumentJob.render:type_name -> docrender.jobs.v1.RenderJob
+	16, // 21: docrender.jobs.v1.Report.failed_requests:type_name -> docrender.jobs.v1.FailedRequest
+	0,  // 22: docrender.jobs.v1.Result.error_kind:type_name -> docrender.jobs.v1.ErrorKind
+	17, // 23: docrender.jobs.v1.Result.report:type_name -> docrender.jobs.v1.Report
+	12, // 24: docrender.jobs.v1.Result.inspect:type_name -> docrender.jobs.v1.InspectReport
+	25, // [25:25] is the sub-list for method output_type
+	25, // [25:25] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_jobs_proto_init() }
@@ -1787,6 +2229,7 @@ func file_jobs_proto_init() {
 		(*Job_Merge)(nil),
 		(*Job_Zip)(nil),
 		(*Job_BatchDocument)(nil),
+		(*Job_Inspect)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1794,7 +2237,7 @@ func file_jobs_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jobs_proto_rawDesc), len(file_jobs_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   17,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -48,3 +48,24 @@ func FuzzWatermarkImage(f *testing.F) {
 		}
 	})
 }
+
+// FuzzInspect: any bytes given to POST /pdf/inspect yield a report or a
+// BadInputError naming the file, never a panic.
+func FuzzInspect(f *testing.F) {
+	good := rawPDF("I", 2, 1)
+	for _, seed := range [][]byte{good, good[:len(good)/2], outlinedPDF("O", 3), []byte("%PDF-1.7\n%%EOF"), []byte("%PDF-")} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		r, err := Inspect(ctx, "in.pdf", bytes.NewReader(data))
+		var bad *BadInputError
+		if err != nil && !errors.As(err, &bad) && ctx.Err() == nil {
+			t.Fatalf("%q: %v is neither a report nor a bad input", data, err)
+		}
+		if err == nil && len(r.PageSizes) > maxPageSizes {
+			t.Fatalf("%d page sizes", len(r.PageSizes))
+		}
+	})
+}

@@ -38,6 +38,8 @@ type BadInputError struct {
 	Name string
 	// Reason says what is wrong with it, in words fit for the client.
 	Reason string
+	// cause is pdfcpu's error, when it gave one.
+	cause error
 }
 
 func (e *BadInputError) Error() string {
@@ -189,7 +191,7 @@ func readPDF(ctx context.Context, name string, rs io.ReadSeeker, conf *model.Con
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, ctxErr
 		}
-		return nil, &BadInputError{Name: name, Reason: reasonFor(err)}
+		return nil, &BadInputError{Name: name, Reason: reasonFor(err), cause: err}
 	}
 	if pc.PageCount < 1 {
 		return nil, &BadInputError{Name: name, Reason: "the PDF has no pages"}
