@@ -128,3 +128,31 @@ func TestInspectEncryptedAndBad(t *testing.T) {
 		t.Fatalf("truncated: %v", err)
 	}
 }
+
+// A font whose program is not in the file is reported so: the text
+// watermark's Helvetica (pdffonts: "emb no"), which a PDF/A must not have.
+func TestInspectUnembeddedFont(t *testing.T) {
+	var out bytes.Buffer
+	wm := &jobspb.Watermark{Text: "DRAFT", FontSize: 48, Color: "#888888", Opacity: 0.3, Rotation: 45, Position: "center", Pages: "all"}
+	if err := Watermark(context.Background(), bytes.NewReader(chromiumPDF(t)), &out, wm); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Inspect(context.Background(), "draft.pdf", bytes.NewReader(out.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, f := range r.Fonts {
+		if f.Name == "Helvetica" {
+			found = true
+			if f.Embedded {
+				t.Error("Helvetica reported embedded")
+			}
+		} else if !f.Embedded {
+			t.Errorf("%s reported not embedded", f.Name)
+		}
+	}
+	if !found {
+		t.Errorf("fonts %v: no Helvetica", r.Fonts)
+	}
+}
