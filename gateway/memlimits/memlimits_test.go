@@ -11,19 +11,13 @@ import (
 	"time"
 
 	"github.com/docrender/docrender/gateway/memlimits"
+	"github.com/docrender/docrender/gateway/server"
 	"github.com/docrender/docrender/pkg/state/boltstate"
 	"github.com/docrender/docrender/pkg/state/redisstate"
 )
 
-// limits is the gateway's Limits (gateway/server): the operations the
-// rate windows and in-flight leases use.
-type limits interface {
-	IncrBy(ctx context.Context, key string, delta int64, ttl time.Duration) (int64, error)
-	IndexAdd(ctx context.Context, index, member string, score float64) error
-	IndexAddIfBelow(ctx context.Context, index, member string, score, floor float64, limit int64) (bool, error)
-	IndexRemove(ctx context.Context, index, member string) (bool, error)
-	IndexRange(ctx context.Context, index string, min, max float64, offset, count int, desc bool) ([]string, error)
-}
+// limits is what the gateway counts with (gateway/server.Limits).
+type limits = server.Limits
 
 func redisURL() string {
 	if u := os.Getenv("DOCRENDER_TEST_REDIS_URL"); u != "" {
