@@ -55,6 +55,7 @@ fuzz:
 	done
 
 proto:
+	@command -v protoc >/dev/null || { SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO=sudo; $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq protobuf-compiler; }
 	GOBIN=$(CACHE)/bin go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 	protoc -I proto --go_out=proto/jobspb --go_opt=paths=source_relative proto/jobs.proto
 
