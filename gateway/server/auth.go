@@ -120,21 +120,15 @@ func (s *Server) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
 
 // readJSON decodes a JSON request body into v with 400s naming bad fields.
 func readJSON(c echo.Context, v any) error {
-	_, err := readJSONBody(c, v)
-	return err
-}
-
-// readJSONBody is readJSON that also returns the body as sent.
-func readJSONBody(c echo.Context, v any) ([]byte, error) {
 	ct := strings.ToLower(c.Request().Header.Get(echo.HeaderContentType))
 	if !strings.HasPrefix(ct, "application/json") {
-		return nil, apierr.Bad("Expected a JSON body (Content-Type: application/json).")
+		return apierr.Bad("Expected a JSON body (Content-Type: application/json).")
 	}
 	data, err := io.ReadAll(c.Request().Body)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return data, pdfopts.Decode(data, v)
+	return pdfopts.Decode(data, v)
 }
 
 // forbidden reports whether err is a 403 (a cross-site cookie request).

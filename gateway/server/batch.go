@@ -112,8 +112,7 @@ type batchPlan struct {
 // anything is reserved or queued.
 func (b *batchAPI) parseBatch(c echo.Context, u *account.User) (*batchPlan, error) {
 	var req batchRequest
-	body, err := readJSONBody(c, &req)
-	if err != nil {
+	if err := readJSON(c, &req); err != nil {
 		return nil, err
 	}
 	if len(req.Documents) == 0 {
@@ -133,10 +132,7 @@ func (b *batchAPI) parseBatch(c echo.Context, u *account.User) (*batchPlan, erro
 	if err := p.readDocuments(req.Documents, b.s.Config.RenderTimeout, pageURL); err != nil {
 		return nil, err
 	}
-	if idemOf(c) != nil {
-		// The same fields, whatever their order or spacing (DESIGN §4.20).
-		p.fingerprint = fingerprint("generate-batch", canonicalJSON(body))
-	}
+	var err error
 	if p.name, err = batchName(req.BatchName); err != nil {
 		return nil, err
 	}
@@ -149,7 +145,30 @@ func (b *batchAPI) parseBatch(c echo.Context, u *account.User) (*batchPlan, erro
 			return nil, err
 		}
 	}
+	if idemOf(c) != nil {
+		p.fingerprint = p.fingerprintOf(req.BatchName)
+	}
 	return p, nil
+}
+
+// fingerprintOf is what the batch asks for, as validated and normalised
+// (DESIGN §4.20): the same documents and options however they were
+// written ("A5" or "a5", key order, spacing) are the same request. The
+// name is the one sent (the default is made of the time).
+func (p *batchPlan) fingerprintOf(rawName *string) string {
+	b, _ := json.Marshal(struct {
+		FileNames, HTML, URLs []string
+		Own                   []*pdfopts.PrintOptions
+		Page                  *jobspb.Page
+		Watermark             *jobspb.Watermark
+		Print                 pdfopts.PrintOptions
+		UserType              string
+		Name                  *string
+		Stream, Host          bool
+		Webhook               *batch.Webhook
+	}{p.fileNames, p.html, p.urls, p.own, p.opts.Page, p.opts.Watermark, p.opts.PrintOptions, p.opts.UserType,
+		rawName, p.stream, p.host, p.webhook})
+	return fingerprint("generate-batch", string(b))
 }
 
 // readDocuments validates each document: its name, its page (htmlContent,

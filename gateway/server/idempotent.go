@@ -1,11 +1,9 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -327,21 +325,4 @@ func keptFile(spec StoreSpec) StoreSpec {
 	spec.UserType = "registered" // the owner's alone: it was never hosted
 	spec.KeepFor = idempotency.Window
 	return spec
-}
-
-// canonicalJSON is a JSON body with its objects' keys sorted and no
-// spacing: the same fields however they were written. A body that does
-// not decode (it already did, as the request) hashes as sent.
-func canonicalJSON(body []byte) string {
-	d := json.NewDecoder(bytes.NewReader(body))
-	d.UseNumber()
-	var v any
-	if d.Decode(&v) != nil {
-		return string(body)
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return string(body)
-	}
-	return string(b)
 }

@@ -73,9 +73,10 @@ func TestIdempotentRetryAnsweredAgain(t *testing.T) {
 			}
 		}},
 		{"stream batch", func(t *testing.T) req {
-			return req{method: "POST", path: "/pdf/generate-batch", body: map[string]any{"documents": docs, "stream": true}}
+			return req{method: "POST", path: "/pdf/generate-batch", body: map[string]any{"documents": docs, "stream": true, "options": map[string]any{"format": "A5"}}}
 		}, func(t *testing.T) req {
-			return req{method: "POST", path: "/pdf/generate-batch", body: `{"stream":true,  "documents":[{"htmlContent":"<p>a","fileName":"a"},{"fileName":"b","htmlContent":"<p>b"}]}`}
+			// Other key order, spacing and spelling of the same options.
+			return req{method: "POST", path: "/pdf/generate-batch", body: `{"options":{"format":"a5"}, "stream":true,  "documents":[{"htmlContent":"<p>a","fileName":"a"},{"fileName":"b","htmlContent":"<p>b"}]}`}
 		}, 2, func(t *testing.T, a, b reply) {
 			if a.json["batchId"] == nil || a.json["batchId"] != b.json["batchId"] || b.header.Get("X-Batch-Id") != a.json["batchId"] {
 				t.Fatalf("batch answers differ: %s / %s", a.body, b.body)
@@ -116,6 +117,12 @@ func TestIdempotencyKeyConflictsAndBadKeys(t *testing.T) {
 	g.do(keyed(gen("<p>two</p>"), "k")).check(t, expect{status: 409, code: "CONFLICT", msg: "Idempotency-Key", field: "Idempotency-Key"})
 	g.do(keyed(req{method: "POST", path: "/pdf/generate-batch", body: map[string]any{"documents": []map[string]string{{"fileName": "a", "htmlContent": "x"}}, "stream": true}}, "k")).
 		check(t, expect{status: 409, code: "CONFLICT", msg: "Idempotency-Key"})
+	batchOf := func(format string) req {
+		return req{method: "POST", path: "/pdf/generate-batch", body: map[string]any{"stream": true, "options": map[string]any{"format": format},
+			"documents": []map[string]string{{"fileName": "a", "htmlContent": "x"}}}}
+	}
+	g.do(keyed(batchOf("A4"), "kb")).check(t, expect{status: 200})
+	g.do(keyed(batchOf("A5"), "kb")).check(t, expect{status: 409, code: "CONFLICT"})
 	for _, bad := range []string{strings.Repeat("k", 256), "caf\xc3\xa9", "tab\there"} {
 		g.do(keyed(gen("<p>one</p>"), bad)).check(t, expect{status: 400, code: "BAD_REQUEST", field: "Idempotency-Key"})
 	}
