@@ -201,12 +201,8 @@ func keepOutcome(c echo.Context, o idempotency.Outcome) error {
 // bytes, at once: the file is committed and its conversion charged, so a
 // retry from now on must get it, even if the answer never goes out.
 func (s *Server) answeredWithFile(c echo.Context, id string) {
-	st := idemOf(c)
-	if st == nil || st.claim == nil {
-		return
-	}
 	o := idempotency.Outcome{Status: http.StatusOK, Header: keptHeaderValues(c.Response().Header()), FileID: id}
-	if err := st.claim.Keep(c.Request().Context(), o); err != nil {
+	if err := keepOutcome(c, o); err != nil {
 		s.Log.Warn("keeping an idempotent answer failed", "err", err)
 	}
 }

@@ -23,8 +23,10 @@ const (
 	maxPageSizes   = 100
 	maxFonts       = 500
 	maxAttachments = 1000
-	// maxXMP bounds the XMP metadata stream read for the PDF/A and PDF/UA
-	// claims (a few KB in practice).
+	// maxXMP bounds how much of the XMP metadata is searched for the PDF/A
+	// and PDF/UA claims (a few KB in practice). The stream itself was
+	// decoded by pdfcpu's validation, under its own bound per stream
+	// (filter.DefaultMaxDecodeBytes, 512 MiB), as for every PDF we read.
 	maxXMP = 1 << 20
 )
 
