@@ -236,21 +236,16 @@ func (c *Claim) renew() {
 			return
 		case <-t.C:
 		}
-		if lost := c.write(func(r *record) { r.LeaseUntil = c.s.now().UTC().Add(c.s.Lease) }); lost {
+		// A renewal that fails is tried again at the next tick.
+		if lost, _ := c.write(context.Background(), func(r *record) { r.LeaseUntil = c.s.now().UTC().Add(c.s.Lease) }); lost {
 			return
 		}
 	}
 }
 
 // write swaps the record, changed by edit (nil: deleted), from what the
-// claim last wrote; it reports whether the key was found taken over. A
-// write that fails is retried by the next renewal, or reported by Keep.
-func (c *Claim) write(edit func(*record)) (lost bool) {
-	lost, _ = c.writeErr(context.Background(), edit)
-	return lost
-}
-
-func (c *Claim) writeErr(ctx context.Context, edit func(*record)) (lost bool, err error) {
+// claim last wrote; lost reports that the key was found taken over.
+func (c *Claim) write(ctx context.Context, edit func(*record)) (lost bool, err error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	next := c.rec
@@ -293,7 +288,7 @@ func (c *Claim) Keep(ctx context.Context, o Outcome) error {
 	if !c.end(true) {
 		return nil
 	}
-	lost, err := c.writeErr(ctx, func(r *record) { r.Outcome = &o })
+	lost, err := c.write(ctx, func(r *record) { r.Outcome = &o })
 	if lost {
 		return ErrLost
 	}
@@ -314,6 +309,6 @@ func (c *Claim) Drop(ctx context.Context) error {
 	if !c.end(false) {
 		return nil
 	}
-	_, err := c.writeErr(ctx, nil)
+	_, err := c.write(ctx, nil)
 	return err
 }
