@@ -320,8 +320,10 @@ type Print struct {
 	Outline              bool   `protobuf:"varint,11,opt,name=outline,proto3" json:"outline,omitempty"`
 	FailOnConsoleErrors  bool   `protobuf:"varint,12,opt,name=fail_on_console_errors,json=failOnConsoleErrors,proto3" json:"fail_on_console_errors,omitempty"`
 	FailOnResourceErrors bool   `protobuf:"varint,13,opt,name=fail_on_resource_errors,json=failOnResourceErrors,proto3" json:"fail_on_resource_errors,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// DESIGN §8: images without alternative text fail the render (422).
+	FailOnAccessibilityErrors bool `protobuf:"varint,14,opt,name=fail_on_accessibility_errors,json=failOnAccessibilityErrors,proto3" json:"fail_on_accessibility_errors,omitempty"`
+	unknownFields             protoimpl.UnknownFields
+	sizeCache                 protoimpl.SizeCache
 }
 
 func (x *Print) Reset() {
@@ -445,6 +447,425 @@ func (x *Print) GetFailOnResourceErrors() bool {
 	return false
 }
 
+func (x *Print) GetFailOnAccessibilityErrors() bool {
+	if x != nil {
+		return x.FailOnAccessibilityErrors
+	}
+	return false
+}
+
+// Attachment is a file embedded in the PDF (DESIGN §8). Its bytes are in the
+// blob store under key, like a watermark image.
+type Attachment struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	FileName      string                 `protobuf:"bytes,1,opt,name=file_name,json=fileName,proto3" json:"file_name,omitempty"`
+	MimeType      string                 `protobuf:"bytes,2,opt,name=mime_type,json=mimeType,proto3" json:"mime_type,omitempty"`
+	Description   string                 `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	Key           string                 `protobuf:"bytes,4,opt,name=key,proto3" json:"key,omitempty"`
+	Size          int64                  `protobuf:"varint,5,opt,name=size,proto3" json:"size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Attachment) Reset() {
+	*x = Attachment{}
+	mi := &file_jobs_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Attachment) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Attachment) ProtoMessage() {}
+
+func (x *Attachment) ProtoReflect() protoreflect.Message {
+	mi := &file_jobs_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Attachment.ProtoReflect.Descriptor instead.
+func (*Attachment) Descriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Attachment) GetFileName() string {
+	if x != nil {
+		return x.FileName
+	}
+	return ""
+}
+
+func (x *Attachment) GetMimeType() string {
+	if x != nil {
+		return x.MimeType
+	}
+	return ""
+}
+
+func (x *Attachment) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *Attachment) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *Attachment) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+// EInvoice is a Factur-X / ZUGFeRD hybrid invoice: profile is the XMP
+// ConformanceLevel (MINIMUM, BASIC WL, BASIC, EN 16931, EXTENDED, XRECHNUNG);
+// the validated XML is in the blob store under xml_key.
+type EInvoice struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Profile       string                 `protobuf:"bytes,1,opt,name=profile,proto3" json:"profile,omitempty"`
+	XmlKey        string                 `protobuf:"bytes,2,opt,name=xml_key,json=xmlKey,proto3" json:"xml_key,omitempty"`
+	XmlSize       int64                  `protobuf:"varint,3,opt,name=xml_size,json=xmlSize,proto3" json:"xml_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EInvoice) Reset() {
+	*x = EInvoice{}
+	mi := &file_jobs_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EInvoice) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EInvoice) ProtoMessage() {}
+
+func (x *EInvoice) ProtoReflect() protoreflect.Message {
+	mi := &file_jobs_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EInvoice.ProtoReflect.Descriptor instead.
+func (*EInvoice) Descriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *EInvoice) GetProfile() string {
+	if x != nil {
+		return x.Profile
+	}
+	return ""
+}
+
+func (x *EInvoice) GetXmlKey() string {
+	if x != nil {
+		return x.XmlKey
+	}
+	return ""
+}
+
+func (x *EInvoice) GetXmlSize() int64 {
+	if x != nil {
+		return x.XmlSize
+	}
+	return 0
+}
+
+// SignBox is a visible signature's place: page from 1, points from the
+// page's bottom left.
+type SignBox struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Page          int32                  `protobuf:"varint,1,opt,name=page,proto3" json:"page,omitempty"`
+	X             float64                `protobuf:"fixed64,2,opt,name=x,proto3" json:"x,omitempty"`
+	Y             float64                `protobuf:"fixed64,3,opt,name=y,proto3" json:"y,omitempty"`
+	Width         float64                `protobuf:"fixed64,4,opt,name=width,proto3" json:"width,omitempty"`
+	Height        float64                `protobuf:"fixed64,5,opt,name=height,proto3" json:"height,omitempty"`
+	Text          string                 `protobuf:"bytes,6,opt,name=text,proto3" json:"text,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SignBox) Reset() {
+	*x = SignBox{}
+	mi := &file_jobs_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SignBox) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SignBox) ProtoMessage() {}
+
+func (x *SignBox) ProtoReflect() protoreflect.Message {
+	mi := &file_jobs_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SignBox.ProtoReflect.Descriptor instead.
+func (*SignBox) Descriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *SignBox) GetPage() int32 {
+	if x != nil {
+		return x.Page
+	}
+	return 0
+}
+
+func (x *SignBox) GetX() float64 {
+	if x != nil {
+		return x.X
+	}
+	return 0
+}
+
+func (x *SignBox) GetY() float64 {
+	if x != nil {
+		return x.Y
+	}
+	return 0
+}
+
+func (x *SignBox) GetWidth() float64 {
+	if x != nil {
+		return x.Width
+	}
+	return 0
+}
+
+func (x *SignBox) GetHeight() float64 {
+	if x != nil {
+		return x.Height
+	}
+	return 0
+}
+
+func (x *SignBox) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+// Signature asks for a PAdES signature by a server-held identity; only the
+// identity's name crosses the queue, the worker holds the key.
+type Signature struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Identity    string                 `protobuf:"bytes,1,opt,name=identity,proto3" json:"identity,omitempty"`
+	Reason      string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	Location    string                 `protobuf:"bytes,3,opt,name=location,proto3" json:"location,omitempty"`
+	ContactInfo string                 `protobuf:"bytes,4,opt,name=contact_info,json=contactInfo,proto3" json:"contact_info,omitempty"`
+	// PAdES B-T: an RFC 3161 time stamp from DOCRENDER_TSA_URL.
+	Timestamp bool `protobuf:"varint,5,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
+	// Absent: an invisible signature.
+	Visible       *SignBox `protobuf:"bytes,6,opt,name=visible,proto3" json:"visible,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Signature) Reset() {
+	*x = Signature{}
+	mi := &file_jobs_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Signature) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Signature) ProtoMessage() {}
+
+func (x *Signature) ProtoReflect() protoreflect.Message {
+	mi := &file_jobs_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Signature.ProtoReflect.Descriptor instead.
+func (*Signature) Descriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Signature) GetIdentity() string {
+	if x != nil {
+		return x.Identity
+	}
+	return ""
+}
+
+func (x *Signature) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *Signature) GetLocation() string {
+	if x != nil {
+		return x.Location
+	}
+	return ""
+}
+
+func (x *Signature) GetContactInfo() string {
+	if x != nil {
+		return x.ContactInfo
+	}
+	return ""
+}
+
+func (x *Signature) GetTimestamp() bool {
+	if x != nil {
+		return x.Timestamp
+	}
+	return false
+}
+
+func (x *Signature) GetVisible() *SignBox {
+	if x != nil {
+		return x.Visible
+	}
+	return nil
+}
+
+// Record is DESIGN §8's documents-of-record options, applied in its fixed
+// order after the watermark. Absent: none of them.
+type Record struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "2b", "2u", "3b", "3u"; empty: not PDF/A.
+	Pdfa  string `protobuf:"bytes,1,opt,name=pdfa,proto3" json:"pdfa,omitempty"`
+	Pdfua bool   `protobuf:"varint,2,opt,name=pdfua,proto3" json:"pdfua,omitempty"`
+	// BCP 47; empty: <html lang> (what Chromium wrote).
+	Lang        string        `protobuf:"bytes,3,opt,name=lang,proto3" json:"lang,omitempty"`
+	Attachments []*Attachment `protobuf:"bytes,4,rep,name=attachments,proto3" json:"attachments,omitempty"`
+	// Data, Source, Alternative, Supplement, Unspecified (PDF/A-3 /AF).
+	AttachmentRelationship string     `protobuf:"bytes,5,opt,name=attachment_relationship,json=attachmentRelationship,proto3" json:"attachment_relationship,omitempty"`
+	Einvoice               *EInvoice  `protobuf:"bytes,6,opt,name=einvoice,proto3" json:"einvoice,omitempty"`
+	Sign                   *Signature `protobuf:"bytes,7,opt,name=sign,proto3" json:"sign,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
+}
+
+func (x *Record) Reset() {
+	*x = Record{}
+	mi := &file_jobs_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Record) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Record) ProtoMessage() {}
+
+func (x *Record) ProtoReflect() protoreflect.Message {
+	mi := &file_jobs_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Record.ProtoReflect.Descriptor instead.
+func (*Record) Descriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Record) GetPdfa() string {
+	if x != nil {
+		return x.Pdfa
+	}
+	return ""
+}
+
+func (x *Record) GetPdfua() bool {
+	if x != nil {
+		return x.Pdfua
+	}
+	return false
+}
+
+func (x *Record) GetLang() string {
+	if x != nil {
+		return x.Lang
+	}
+	return ""
+}
+
+func (x *Record) GetAttachments() []*Attachment {
+	if x != nil {
+		return x.Attachments
+	}
+	return nil
+}
+
+func (x *Record) GetAttachmentRelationship() string {
+	if x != nil {
+		return x.AttachmentRelationship
+	}
+	return ""
+}
+
+func (x *Record) GetEinvoice() *EInvoice {
+	if x != nil {
+		return x.Einvoice
+	}
+	return nil
+}
+
+func (x *Record) GetSign() *Signature {
+	if x != nil {
+		return x.Sign
+	}
+	return nil
+}
+
 // DocInfo is the PDF's document information (DESIGN §6 metadata).
 type DocInfo struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -459,7 +880,7 @@ type DocInfo struct {
 
 func (x *DocInfo) Reset() {
 	*x = DocInfo{}
-	mi := &file_jobs_proto_msgTypes[3]
+	mi := &file_jobs_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -471,7 +892,7 @@ func (x *DocInfo) String() string {
 func (*DocInfo) ProtoMessage() {}
 
 func (x *DocInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[3]
+	mi := &file_jobs_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -484,7 +905,7 @@ func (x *DocInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DocInfo.ProtoReflect.Descriptor instead.
 func (*DocInfo) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{3}
+	return file_jobs_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DocInfo) GetTitle() string {
@@ -536,7 +957,7 @@ type Encryption struct {
 
 func (x *Encryption) Reset() {
 	*x = Encryption{}
-	mi := &file_jobs_proto_msgTypes[4]
+	mi := &file_jobs_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -548,7 +969,7 @@ func (x *Encryption) String() string {
 func (*Encryption) ProtoMessage() {}
 
 func (x *Encryption) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[4]
+	mi := &file_jobs_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -561,7 +982,7 @@ func (x *Encryption) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Encryption.ProtoReflect.Descriptor instead.
 func (*Encryption) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{4}
+	return file_jobs_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Encryption) GetUserPassword() string {
@@ -612,7 +1033,7 @@ type Cookie struct {
 
 func (x *Cookie) Reset() {
 	*x = Cookie{}
-	mi := &file_jobs_proto_msgTypes[5]
+	mi := &file_jobs_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -624,7 +1045,7 @@ func (x *Cookie) String() string {
 func (*Cookie) ProtoMessage() {}
 
 func (x *Cookie) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[5]
+	mi := &file_jobs_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -637,7 +1058,7 @@ func (x *Cookie) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cookie.ProtoReflect.Descriptor instead.
 func (*Cookie) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{5}
+	return file_jobs_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Cookie) GetName() string {
@@ -681,7 +1102,7 @@ type PageURL struct {
 
 func (x *PageURL) Reset() {
 	*x = PageURL{}
-	mi := &file_jobs_proto_msgTypes[6]
+	mi := &file_jobs_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -693,7 +1114,7 @@ func (x *PageURL) String() string {
 func (*PageURL) ProtoMessage() {}
 
 func (x *PageURL) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[6]
+	mi := &file_jobs_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -706,7 +1127,7 @@ func (x *PageURL) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PageURL.ProtoReflect.Descriptor instead.
 func (*PageURL) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{6}
+	return file_jobs_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PageURL) GetUrl() string {
@@ -753,13 +1174,14 @@ type RenderJob struct {
 	Encryption *Encryption `protobuf:"bytes,8,opt,name=encryption,proto3" json:"encryption,omitempty"`
 	// Set instead of a bundle: the page to fetch.
 	Url           *PageURL `protobuf:"bytes,9,opt,name=url,proto3" json:"url,omitempty"`
+	Record        *Record  `protobuf:"bytes,10,opt,name=record,proto3" json:"record,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RenderJob) Reset() {
 	*x = RenderJob{}
-	mi := &file_jobs_proto_msgTypes[7]
+	mi := &file_jobs_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -771,7 +1193,7 @@ func (x *RenderJob) String() string {
 func (*RenderJob) ProtoMessage() {}
 
 func (x *RenderJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[7]
+	mi := &file_jobs_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -784,7 +1206,7 @@ func (x *RenderJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderJob.ProtoReflect.Descriptor instead.
 func (*RenderJob) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{7}
+	return file_jobs_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RenderJob) GetBundlePrefix() string {
@@ -850,6 +1272,13 @@ func (x *RenderJob) GetUrl() *PageURL {
 	return nil
 }
 
+func (x *RenderJob) GetRecord() *Record {
+	if x != nil {
+		return x.Record
+	}
+	return nil
+}
+
 // MergeJob concatenates PDFs in the given order.
 type MergeJob struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -859,13 +1288,14 @@ type MergeJob struct {
 	Watermark     *Watermark  `protobuf:"bytes,3,opt,name=watermark,proto3" json:"watermark,omitempty"`
 	Info          *DocInfo    `protobuf:"bytes,4,opt,name=info,proto3" json:"info,omitempty"`
 	Encryption    *Encryption `protobuf:"bytes,5,opt,name=encryption,proto3" json:"encryption,omitempty"`
+	Record        *Record     `protobuf:"bytes,6,opt,name=record,proto3" json:"record,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MergeJob) Reset() {
 	*x = MergeJob{}
-	mi := &file_jobs_proto_msgTypes[8]
+	mi := &file_jobs_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -877,7 +1307,7 @@ func (x *MergeJob) String() string {
 func (*MergeJob) ProtoMessage() {}
 
 func (x *MergeJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[8]
+	mi := &file_jobs_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -890,7 +1320,7 @@ func (x *MergeJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeJob.ProtoReflect.Descriptor instead.
 func (*MergeJob) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{8}
+	return file_jobs_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *MergeJob) GetInputKeys() []string {
@@ -928,6 +1358,13 @@ func (x *MergeJob) GetEncryption() *Encryption {
 	return nil
 }
 
+func (x *MergeJob) GetRecord() *Record {
+	if x != nil {
+		return x.Record
+	}
+	return nil
+}
+
 // Job is one unit of work; its kind alone says what the worker does.
 type Job struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -954,7 +1391,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_jobs_proto_msgTypes[9]
+	mi := &file_jobs_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -966,7 +1403,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[9]
+	mi := &file_jobs_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -979,7 +1416,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{9}
+	return file_jobs_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Job) GetId() string {
@@ -1123,7 +1560,7 @@ type InspectJob struct {
 
 func (x *InspectJob) Reset() {
 	*x = InspectJob{}
-	mi := &file_jobs_proto_msgTypes[10]
+	mi := &file_jobs_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1135,7 +1572,7 @@ func (x *InspectJob) String() string {
 func (*InspectJob) ProtoMessage() {}
 
 func (x *InspectJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[10]
+	mi := &file_jobs_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1148,7 +1585,7 @@ func (x *InspectJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectJob.ProtoReflect.Descriptor instead.
 func (*InspectJob) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{10}
+	return file_jobs_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *InspectJob) GetInputKey() string {
@@ -1185,13 +1622,14 @@ type InspectReport struct {
 	Metadata      map[string]string           `protobuf:"bytes,10,rep,name=metadata,proto3" json:"metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	Fonts         []*InspectReport_Font       `protobuf:"bytes,11,rep,name=fonts,proto3" json:"fonts,omitempty"`
 	Attachments   []*InspectReport_Attachment `protobuf:"bytes,12,rep,name=attachments,proto3" json:"attachments,omitempty"`
+	Signatures    []*InspectReport_Signature  `protobuf:"bytes,13,rep,name=signatures,proto3" json:"signatures,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *InspectReport) Reset() {
 	*x = InspectReport{}
-	mi := &file_jobs_proto_msgTypes[11]
+	mi := &file_jobs_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1203,7 +1641,7 @@ func (x *InspectReport) String() string {
 func (*InspectReport) ProtoMessage() {}
 
 func (x *InspectReport) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[11]
+	mi := &file_jobs_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1216,7 +1654,7 @@ func (x *InspectReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectReport.ProtoReflect.Descriptor instead.
 func (*InspectReport) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{11}
+	return file_jobs_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *InspectReport) GetPages() int32 {
@@ -1303,6 +1741,13 @@ func (x *InspectReport) GetAttachments() []*InspectReport_Attachment {
 	return nil
 }
 
+func (x *InspectReport) GetSignatures() []*InspectReport_Signature {
+	if x != nil {
+		return x.Signatures
+	}
+	return nil
+}
+
 // BatchDocumentJob renders document `index` of a batch and advances the
 // batch (package batch holds its state).
 type BatchDocumentJob struct {
@@ -1316,7 +1761,7 @@ type BatchDocumentJob struct {
 
 func (x *BatchDocumentJob) Reset() {
 	*x = BatchDocumentJob{}
-	mi := &file_jobs_proto_msgTypes[12]
+	mi := &file_jobs_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1328,7 +1773,7 @@ func (x *BatchDocumentJob) String() string {
 func (*BatchDocumentJob) ProtoMessage() {}
 
 func (x *BatchDocumentJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[12]
+	mi := &file_jobs_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1341,7 +1786,7 @@ func (x *BatchDocumentJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchDocumentJob.ProtoReflect.Descriptor instead.
 func (*BatchDocumentJob) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{12}
+	return file_jobs_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *BatchDocumentJob) GetBatchId() string {
@@ -1376,7 +1821,7 @@ type ZipJob struct {
 
 func (x *ZipJob) Reset() {
 	*x = ZipJob{}
-	mi := &file_jobs_proto_msgTypes[13]
+	mi := &file_jobs_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1388,7 +1833,7 @@ func (x *ZipJob) String() string {
 func (*ZipJob) ProtoMessage() {}
 
 func (x *ZipJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[13]
+	mi := &file_jobs_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1401,7 +1846,7 @@ func (x *ZipJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ZipJob.ProtoReflect.Descriptor instead.
 func (*ZipJob) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{13}
+	return file_jobs_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ZipJob) GetBatchId() string {
@@ -1429,7 +1874,7 @@ type WebhookDelivery struct {
 
 func (x *WebhookDelivery) Reset() {
 	*x = WebhookDelivery{}
-	mi := &file_jobs_proto_msgTypes[14]
+	mi := &file_jobs_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1441,7 +1886,7 @@ func (x *WebhookDelivery) String() string {
 func (*WebhookDelivery) ProtoMessage() {}
 
 func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[14]
+	mi := &file_jobs_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1454,7 +1899,7 @@ func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDelivery.ProtoReflect.Descriptor instead.
 func (*WebhookDelivery) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{14}
+	return file_jobs_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *WebhookDelivery) GetDeliveryId() string {
@@ -1512,7 +1957,7 @@ type FailedRequest struct {
 
 func (x *FailedRequest) Reset() {
 	*x = FailedRequest{}
-	mi := &file_jobs_proto_msgTypes[15]
+	mi := &file_jobs_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1524,7 +1969,7 @@ func (x *FailedRequest) String() string {
 func (*FailedRequest) ProtoMessage() {}
 
 func (x *FailedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[15]
+	mi := &file_jobs_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1537,7 +1982,7 @@ func (x *FailedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailedRequest.ProtoReflect.Descriptor instead.
 func (*FailedRequest) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{15}
+	return file_jobs_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *FailedRequest) GetUrl() string {
@@ -1573,13 +2018,16 @@ type Report struct {
 	BlockedTotal       int32 `protobuf:"varint,6,opt,name=blocked_total,json=blockedTotal,proto3" json:"blocked_total,omitempty"`
 	FailedTotal        int32 `protobuf:"varint,7,opt,name=failed_total,json=failedTotal,proto3" json:"failed_total,omitempty"`
 	ConsoleErrorsTotal int32 `protobuf:"varint,8,opt,name=console_errors_total,json=consoleErrorsTotal,proto3" json:"console_errors_total,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// DESIGN §8 (PDF/UA): images without alternative text, by src (the first 100).
+	ImagesWithoutAlt      []string `protobuf:"bytes,9,rep,name=images_without_alt,json=imagesWithoutAlt,proto3" json:"images_without_alt,omitempty"`
+	ImagesWithoutAltTotal int32    `protobuf:"varint,10,opt,name=images_without_alt_total,json=imagesWithoutAltTotal,proto3" json:"images_without_alt_total,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *Report) Reset() {
 	*x = Report{}
-	mi := &file_jobs_proto_msgTypes[16]
+	mi := &file_jobs_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1591,7 +2039,7 @@ func (x *Report) String() string {
 func (*Report) ProtoMessage() {}
 
 func (x *Report) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[16]
+	mi := &file_jobs_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1604,7 +2052,7 @@ func (x *Report) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Report.ProtoReflect.Descriptor instead.
 func (*Report) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{16}
+	return file_jobs_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Report) GetPages() int32 {
@@ -1663,6 +2111,20 @@ func (x *Report) GetConsoleErrorsTotal() int32 {
 	return 0
 }
 
+func (x *Report) GetImagesWithoutAlt() []string {
+	if x != nil {
+		return x.ImagesWithoutAlt
+	}
+	return nil
+}
+
+func (x *Report) GetImagesWithoutAltTotal() int32 {
+	if x != nil {
+		return x.ImagesWithoutAltTotal
+	}
+	return 0
+}
+
 type Result struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	JobId        string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
@@ -1682,7 +2144,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_jobs_proto_msgTypes[17]
+	mi := &file_jobs_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1694,7 +2156,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[17]
+	mi := &file_jobs_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1707,7 +2169,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{17}
+	return file_jobs_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Result) GetJobId() string {
@@ -1790,7 +2252,7 @@ type InspectReport_PageSize struct {
 
 func (x *InspectReport_PageSize) Reset() {
 	*x = InspectReport_PageSize{}
-	mi := &file_jobs_proto_msgTypes[19]
+	mi := &file_jobs_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1802,7 +2264,7 @@ func (x *InspectReport_PageSize) String() string {
 func (*InspectReport_PageSize) ProtoMessage() {}
 
 func (x *InspectReport_PageSize) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[19]
+	mi := &file_jobs_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1815,7 +2277,7 @@ func (x *InspectReport_PageSize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectReport_PageSize.ProtoReflect.Descriptor instead.
 func (*InspectReport_PageSize) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{11, 0}
+	return file_jobs_proto_rawDescGZIP(), []int{16, 0}
 }
 
 func (x *InspectReport_PageSize) GetWidth() float64 {
@@ -1842,7 +2304,7 @@ type InspectReport_Font struct {
 
 func (x *InspectReport_Font) Reset() {
 	*x = InspectReport_Font{}
-	mi := &file_jobs_proto_msgTypes[20]
+	mi := &file_jobs_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1854,7 +2316,7 @@ func (x *InspectReport_Font) String() string {
 func (*InspectReport_Font) ProtoMessage() {}
 
 func (x *InspectReport_Font) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[20]
+	mi := &file_jobs_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1867,7 +2329,7 @@ func (x *InspectReport_Font) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectReport_Font.ProtoReflect.Descriptor instead.
 func (*InspectReport_Font) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{11, 1}
+	return file_jobs_proto_rawDescGZIP(), []int{16, 1}
 }
 
 func (x *InspectReport_Font) GetName() string {
@@ -1896,7 +2358,7 @@ type InspectReport_Attachment struct {
 
 func (x *InspectReport_Attachment) Reset() {
 	*x = InspectReport_Attachment{}
-	mi := &file_jobs_proto_msgTypes[21]
+	mi := &file_jobs_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1908,7 +2370,7 @@ func (x *InspectReport_Attachment) String() string {
 func (*InspectReport_Attachment) ProtoMessage() {}
 
 func (x *InspectReport_Attachment) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[21]
+	mi := &file_jobs_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1921,7 +2383,7 @@ func (x *InspectReport_Attachment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectReport_Attachment.ProtoReflect.Descriptor instead.
 func (*InspectReport_Attachment) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{11, 2}
+	return file_jobs_proto_rawDescGZIP(), []int{16, 2}
 }
 
 func (x *InspectReport_Attachment) GetFileName() string {
@@ -1952,6 +2414,94 @@ func (x *InspectReport_Attachment) GetRelationship() string {
 	return ""
 }
 
+type InspectReport_Signature struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The signing certificate's subject common name (else the whole subject).
+	Signer string `protobuf:"bytes,1,opt,name=signer,proto3" json:"signer,omitempty"`
+	// RFC 3339; the time stamp's time for B-T, else the claimed /M.
+	SignedAt string `protobuf:"bytes,2,opt,name=signed_at,json=signedAt,proto3" json:"signed_at,omitempty"`
+	// "B-B", "B-T" or empty (not PAdES).
+	Level               string `protobuf:"bytes,3,opt,name=level,proto3" json:"level,omitempty"`
+	CoversWholeDocument bool   `protobuf:"varint,4,opt,name=covers_whole_document,json=coversWholeDocument,proto3" json:"covers_whole_document,omitempty"`
+	// The CMS signature verifies over the signed bytes with the signer's certificate.
+	Valid         bool   `protobuf:"varint,5,opt,name=valid,proto3" json:"valid,omitempty"`
+	Reason        string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InspectReport_Signature) Reset() {
+	*x = InspectReport_Signature{}
+	mi := &file_jobs_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InspectReport_Signature) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InspectReport_Signature) ProtoMessage() {}
+
+func (x *InspectReport_Signature) ProtoReflect() protoreflect.Message {
+	mi := &file_jobs_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InspectReport_Signature.ProtoReflect.Descriptor instead.
+func (*InspectReport_Signature) Descriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{16, 4}
+}
+
+func (x *InspectReport_Signature) GetSigner() string {
+	if x != nil {
+		return x.Signer
+	}
+	return ""
+}
+
+func (x *InspectReport_Signature) GetSignedAt() string {
+	if x != nil {
+		return x.SignedAt
+	}
+	return ""
+}
+
+func (x *InspectReport_Signature) GetLevel() string {
+	if x != nil {
+		return x.Level
+	}
+	return ""
+}
+
+func (x *InspectReport_Signature) GetCoversWholeDocument() bool {
+	if x != nil {
+		return x.CoversWholeDocument
+	}
+	return false
+}
+
+func (x *InspectReport_Signature) GetValid() bool {
+	if x != nil {
+		return x.Valid
+	}
+	return false
+}
+
+func (x *InspectReport_Signature) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 var File_jobs_proto protoreflect.FileDescriptor
 
 const file_jobs_proto_rawDesc = "" +
@@ -1976,7 +2526,7 @@ const file_jobs_proto_rawDesc = "" +
 	"\brotation\x18\x06 \x01(\x01R\brotation\x12\x1a\n" +
 	"\bposition\x18\a \x01(\tR\bposition\x12\x14\n" +
 	"\x05pages\x18\b \x01(\tR\x05pages\x12\x1b\n" +
-	"\timage_key\x18\t \x01(\tR\bimageKey\"\xfa\x03\n" +
+	"\timage_key\x18\t \x01(\tR\bimageKey\"\xbb\x04\n" +
 	"\x05Print\x12'\n" +
 	"\x0fheader_template\x18\x01 \x01(\tR\x0eheaderTemplate\x12'\n" +
 	"\x0ffooter_template\x18\x02 \x01(\tR\x0efooterTemplate\x12*\n" +
@@ -1992,7 +2542,41 @@ const file_jobs_proto_rawDesc = "" +
 	" \x01(\bR\buntagged\x12\x18\n" +
 	"\aoutline\x18\v \x01(\bR\aoutline\x123\n" +
 	"\x16fail_on_console_errors\x18\f \x01(\bR\x13failOnConsoleErrors\x125\n" +
-	"\x17fail_on_resource_errors\x18\r \x01(\bR\x14failOnResourceErrors\"\x87\x01\n" +
+	"\x17fail_on_resource_errors\x18\r \x01(\bR\x14failOnResourceErrors\x12?\n" +
+	"\x1cfail_on_accessibility_errors\x18\x0e \x01(\bR\x19failOnAccessibilityErrors\"\x8e\x01\n" +
+	"\n" +
+	"Attachment\x12\x1b\n" +
+	"\tfile_name\x18\x01 \x01(\tR\bfileName\x12\x1b\n" +
+	"\tmime_type\x18\x02 \x01(\tR\bmimeType\x12 \n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\x12\x10\n" +
+	"\x03key\x18\x04 \x01(\tR\x03key\x12\x12\n" +
+	"\x04size\x18\x05 \x01(\x03R\x04size\"X\n" +
+	"\bEInvoice\x12\x18\n" +
+	"\aprofile\x18\x01 \x01(\tR\aprofile\x12\x17\n" +
+	"\axml_key\x18\x02 \x01(\tR\x06xmlKey\x12\x19\n" +
+	"\bxml_size\x18\x03 \x01(\x03R\axmlSize\"{\n" +
+	"\aSignBox\x12\x12\n" +
+	"\x04page\x18\x01 \x01(\x05R\x04page\x12\f\n" +
+	"\x01x\x18\x02 \x01(\x01R\x01x\x12\f\n" +
+	"\x01y\x18\x03 \x01(\x01R\x01y\x12\x14\n" +
+	"\x05width\x18\x04 \x01(\x01R\x05width\x12\x16\n" +
+	"\x06height\x18\x05 \x01(\x01R\x06height\x12\x12\n" +
+	"\x04text\x18\x06 \x01(\tR\x04text\"\xd2\x01\n" +
+	"\tSignature\x12\x1a\n" +
+	"\bidentity\x18\x01 \x01(\tR\bidentity\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x1a\n" +
+	"\blocation\x18\x03 \x01(\tR\blocation\x12!\n" +
+	"\fcontact_info\x18\x04 \x01(\tR\vcontactInfo\x12\x1c\n" +
+	"\ttimestamp\x18\x05 \x01(\bR\ttimestamp\x124\n" +
+	"\avisible\x18\x06 \x01(\v2\x1a.docrender.jobs.v1.SignBoxR\avisible\"\xab\x02\n" +
+	"\x06Record\x12\x12\n" +
+	"\x04pdfa\x18\x01 \x01(\tR\x04pdfa\x12\x14\n" +
+	"\x05pdfua\x18\x02 \x01(\bR\x05pdfua\x12\x12\n" +
+	"\x04lang\x18\x03 \x01(\tR\x04lang\x12?\n" +
+	"\vattachments\x18\x04 \x03(\v2\x1d.docrender.jobs.v1.AttachmentR\vattachments\x127\n" +
+	"\x17attachment_relationship\x18\x05 \x01(\tR\x16attachmentRelationship\x127\n" +
+	"\beinvoice\x18\x06 \x01(\v2\x1b.docrender.jobs.v1.EInvoiceR\beinvoice\x120\n" +
+	"\x04sign\x18\a \x01(\v2\x1c.docrender.jobs.v1.SignatureR\x04sign\"\x87\x01\n" +
 	"\aDocInfo\x12\x14\n" +
 	"\x05title\x18\x01 \x01(\tR\x05title\x12\x16\n" +
 	"\x06author\x18\x02 \x01(\tR\x06author\x12\x18\n" +
@@ -2019,7 +2603,7 @@ const file_jobs_proto_rawDesc = "" +
 	"user_agent\x18\x04 \x01(\tR\tuserAgent\x1aC\n" +
 	"\x15ExtraHttpHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x92\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc5\x03\n" +
 	"\tRenderJob\x12#\n" +
 	"\rbundle_prefix\x18\x01 \x01(\tR\fbundlePrefix\x12\x14\n" +
 	"\x05files\x18\x02 \x03(\tR\x05files\x12\x14\n" +
@@ -2031,7 +2615,9 @@ const file_jobs_proto_rawDesc = "" +
 	"\n" +
 	"encryption\x18\b \x01(\v2\x1d.docrender.jobs.v1.EncryptionR\n" +
 	"encryption\x12,\n" +
-	"\x03url\x18\t \x01(\v2\x1a.docrender.jobs.v1.PageURLR\x03url\"\xf5\x01\n" +
+	"\x03url\x18\t \x01(\v2\x1a.docrender.jobs.v1.PageURLR\x03url\x121\n" +
+	"\x06record\x18\n" +
+	" \x01(\v2\x19.docrender.jobs.v1.RecordR\x06record\"\xa8\x02\n" +
 	"\bMergeJob\x12\x1d\n" +
 	"\n" +
 	"input_keys\x18\x01 \x03(\tR\tinputKeys\x12\x1f\n" +
@@ -2041,7 +2627,8 @@ const file_jobs_proto_rawDesc = "" +
 	"\x04info\x18\x04 \x01(\v2\x1a.docrender.jobs.v1.DocInfoR\x04info\x12=\n" +
 	"\n" +
 	"encryption\x18\x05 \x01(\v2\x1d.docrender.jobs.v1.EncryptionR\n" +
-	"encryption\"\x86\x04\n" +
+	"encryption\x121\n" +
+	"\x06record\x18\x06 \x01(\v2\x19.docrender.jobs.v1.RecordR\x06record\"\x86\x04\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -2064,7 +2651,7 @@ const file_jobs_proto_rawDesc = "" +
 	"InspectJob\x12\x1b\n" +
 	"\tinput_key\x18\x01 \x01(\tR\binputKey\x12\x1d\n" +
 	"\n" +
-	"input_name\x18\x02 \x01(\tR\tinputName\"\xc8\x06\n" +
+	"input_name\x18\x02 \x01(\tR\tinputName\"\xcf\b\n" +
 	"\rInspectReport\x12\x14\n" +
 	"\x05pages\x18\x01 \x01(\x05R\x05pages\x12H\n" +
 	"\n" +
@@ -2081,7 +2668,10 @@ const file_jobs_proto_rawDesc = "" +
 	"\bmetadata\x18\n" +
 	" \x03(\v2..docrender.jobs.v1.InspectReport.MetadataEntryR\bmetadata\x12;\n" +
 	"\x05fonts\x18\v \x03(\v2%.docrender.jobs.v1.InspectReport.FontR\x05fonts\x12M\n" +
-	"\vattachments\x18\f \x03(\v2+.docrender.jobs.v1.InspectReport.AttachmentR\vattachments\x1a8\n" +
+	"\vattachments\x18\f \x03(\v2+.docrender.jobs.v1.InspectReport.AttachmentR\vattachments\x12J\n" +
+	"\n" +
+	"signatures\x18\r \x03(\v2*.docrender.jobs.v1.InspectReport.SignatureR\n" +
+	"signatures\x1a8\n" +
 	"\bPageSize\x12\x14\n" +
 	"\x05width\x18\x01 \x01(\x01R\x05width\x12\x16\n" +
 	"\x06height\x18\x02 \x01(\x01R\x06height\x1a6\n" +
@@ -2096,7 +2686,14 @@ const file_jobs_proto_rawDesc = "" +
 	"\frelationship\x18\x04 \x01(\tR\frelationship\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"y\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a\xb8\x01\n" +
+	"\tSignature\x12\x16\n" +
+	"\x06signer\x18\x01 \x01(\tR\x06signer\x12\x1b\n" +
+	"\tsigned_at\x18\x02 \x01(\tR\bsignedAt\x12\x14\n" +
+	"\x05level\x18\x03 \x01(\tR\x05level\x122\n" +
+	"\x15covers_whole_document\x18\x04 \x01(\bR\x13coversWholeDocument\x12\x14\n" +
+	"\x05valid\x18\x05 \x01(\bR\x05valid\x12\x16\n" +
+	"\x06reason\x18\x06 \x01(\tR\x06reason\"y\n" +
 	"\x10BatchDocumentJob\x12\x19\n" +
 	"\bbatch_id\x18\x01 \x01(\tR\abatchId\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x05R\x05index\x124\n" +
@@ -2114,7 +2711,7 @@ const file_jobs_proto_rawDesc = "" +
 	"\rFailedRequest\x12\x10\n" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\x05R\x06status\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error\"\xd2\x02\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"\xb9\x03\n" +
 	"\x06Report\x12\x14\n" +
 	"\x05pages\x18\x01 \x01(\x05R\x05pages\x12\x1b\n" +
 	"\trender_ms\x18\x02 \x01(\x03R\brenderMs\x12)\n" +
@@ -2123,7 +2720,10 @@ const file_jobs_proto_rawDesc = "" +
 	"\x0econsole_errors\x18\x05 \x03(\tR\rconsoleErrors\x12#\n" +
 	"\rblocked_total\x18\x06 \x01(\x05R\fblockedTotal\x12!\n" +
 	"\ffailed_total\x18\a \x01(\x05R\vfailedTotal\x120\n" +
-	"\x14console_errors_total\x18\b \x01(\x05R\x12consoleErrorsTotal\"\xf5\x02\n" +
+	"\x14console_errors_total\x18\b \x01(\x05R\x12consoleErrorsTotal\x12,\n" +
+	"\x12images_without_alt\x18\t \x03(\tR\x10imagesWithoutAlt\x127\n" +
+	"\x18images_without_alt_total\x18\n" +
+	" \x01(\x05R\x15imagesWithoutAltTotal\"\xf5\x02\n" +
 	"\x06Result\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12;\n" +
 	"\n" +
@@ -2159,64 +2759,77 @@ func file_jobs_proto_rawDescGZIP() []byte {
 }
 
 var file_jobs_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_jobs_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_jobs_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_jobs_proto_goTypes = []any{
 	(ErrorKind)(0),                   // 0: docrender.jobs.v1.ErrorKind
 	(*Page)(nil),                     // 1: docrender.jobs.v1.Page
 	(*Watermark)(nil),                // 2: docrender.jobs.v1.Watermark
 	(*Print)(nil),                    // 3: docrender.jobs.v1.Print
-	(*DocInfo)(nil),                  // 4: docrender.jobs.v1.DocInfo
-	(*Encryption)(nil),               // 5: docrender.jobs.v1.Encryption
-	(*Cookie)(nil),                   // 6: docrender.jobs.v1.Cookie
-	(*PageURL)(nil),                  // 7: docrender.jobs.v1.PageURL
-	(*RenderJob)(nil),                // 8: docrender.jobs.v1.RenderJob
-	(*MergeJob)(nil),                 // 9: docrender.jobs.v1.MergeJob
-	(*Job)(nil),                      // 10: docrender.jobs.v1.Job
-	(*InspectJob)(nil),               // 11: docrender.jobs.v1.InspectJob
-	(*InspectReport)(nil),            // 12: docrender.jobs.v1.InspectReport
-	(*BatchDocumentJob)(nil),         // 13: docrender.jobs.v1.BatchDocumentJob
-	(*ZipJob)(nil),                   // 14: docrender.jobs.v1.ZipJob
-	(*WebhookDelivery)(nil),          // 15: docrender.jobs.v1.WebhookDelivery
-	(*FailedRequest)(nil),            // 16: docrender.jobs.v1.FailedRequest
-	(*Report)(nil),                   // 17: docrender.jobs.v1.Report
-	(*Result)(nil),                   // 18: docrender.jobs.v1.Result
-	nil,                              // 19: docrender.jobs.v1.PageURL.ExtraHttpHeadersEntry
-	(*InspectReport_PageSize)(nil),   // 20: docrender.jobs.v1.InspectReport.PageSize
-	(*InspectReport_Font)(nil),       // 21: docrender.jobs.v1.InspectReport.Font
-	(*InspectReport_Attachment)(nil), // 22: docrender.jobs.v1.InspectReport.Attachment
-	nil,                              // 23: docrender.jobs.v1.InspectReport.MetadataEntry
+	(*Attachment)(nil),               // 4: docrender.jobs.v1.Attachment
+	(*EInvoice)(nil),                 // 5: docrender.jobs.v1.EInvoice
+	(*SignBox)(nil),                  // 6: docrender.jobs.v1.SignBox
+	(*Signature)(nil),                // 7: docrender.jobs.v1.Signature
+	(*Record)(nil),                   // 8: docrender.jobs.v1.Record
+	(*DocInfo)(nil),                  // 9: docrender.jobs.v1.DocInfo
+	(*Encryption)(nil),               // 10: docrender.jobs.v1.Encryption
+	(*Cookie)(nil),                   // 11: docrender.jobs.v1.Cookie
+	(*PageURL)(nil),                  // 12: docrender.jobs.v1.PageURL
+	(*RenderJob)(nil),                // 13: docrender.jobs.v1.RenderJob
+	(*MergeJob)(nil),                 // 14: docrender.jobs.v1.MergeJob
+	(*Job)(nil),                      // 15: docrender.jobs.v1.Job
+	(*InspectJob)(nil),               // 16: docrender.jobs.v1.InspectJob
+	(*InspectReport)(nil),            // 17: docrender.jobs.v1.InspectReport
+	(*BatchDocumentJob)(nil),         // 18: docrender.jobs.v1.BatchDocumentJob
+	(*ZipJob)(nil),                   // 19: docrender.jobs.v1.ZipJob
+	(*WebhookDelivery)(nil),          // 20: docrender.jobs.v1.WebhookDelivery
+	(*FailedRequest)(nil),            // 21: docrender.jobs.v1.FailedRequest
+	(*Report)(nil),                   // 22: docrender.jobs.v1.Report
+	(*Result)(nil),                   // 23: docrender.jobs.v1.Result
+	nil,                              // 24: docrender.jobs.v1.PageURL.ExtraHttpHeadersEntry
+	(*InspectReport_PageSize)(nil),   // 25: docrender.jobs.v1.InspectReport.PageSize
+	(*InspectReport_Font)(nil),       // 26: docrender.jobs.v1.InspectReport.Font
+	(*InspectReport_Attachment)(nil), // 27: docrender.jobs.v1.InspectReport.Attachment
+	nil,                              // 28: docrender.jobs.v1.InspectReport.MetadataEntry
+	(*InspectReport_Signature)(nil),  // 29: docrender.jobs.v1.InspectReport.Signature
 }
 var file_jobs_proto_depIdxs = []int32{
-	19, // 0: docrender.jobs.v1.PageURL.extra_http_headers:type_name -> docrender.jobs.v1.PageURL.ExtraHttpHeadersEntry
-	6,  // 1: docrender.jobs.v1.PageURL.cookies:type_name -> docrender.jobs.v1.Cookie
-	1,  // 2: docrender.jobs.v1.RenderJob.page:type_name -> docrender.jobs.v1.Page
-	2,  // 3: docrender.jobs.v1.RenderJob.watermark:type_name -> docrender.jobs.v1.Watermark
-	3,  // 4: docrender.jobs.v1.RenderJob.print:type_name -> docrender.jobs.v1.Print
-	4,  // 5: docrender.jobs.v1.RenderJob.info:type_name -> docrender.jobs.v1.DocInfo
-	5,  // 6: docrender.jobs.v1.RenderJob.encryption:type_name -> docrender.jobs.v1.Encryption
-	7,  // 7: docrender.jobs.v1.RenderJob.url:type_name -> docrender.jobs.v1.PageURL
-	2,  // 8: docrender.jobs.v1.MergeJob.watermark:type_name -> docrender.jobs.v1.Watermark
-	4,  // 9: docrender.jobs.v1.MergeJob.info:type_name -> docrender.jobs.v1.DocInfo
-	5,  // 10: docrender.jobs.v1.MergeJob.encryption:type_name -> docrender.jobs.v1.Encryption
-	8,  // 11: docrender.jobs.v1.Job.render:type_name -> docrender.jobs.v1.RenderJob
-	9,  // 12: docrender.jobs.v1.Job.merge:type_name -> docrender.jobs.v1.MergeJob
-	14, // 13: docrender.jobs.v1.Job.zip:type_name -> docrender.jobs.v1.ZipJob
-	13, // 14: docrender.jobs.v1.Job.batch_document:type_name -> docrender.jobs.v1.BatchDocumentJob
-	11, // 15: docrender.jobs.v1.Job.inspect:type_name -> docrender.jobs.v1.InspectJob
-	20, // 16: docrender.jobs.v1.InspectReport.page_sizes:type_name -> docrender.jobs.v1.InspectReport.PageSize
-	23, // 17: docrender.jobs.v1.InspectReport.metadata:type_name -> docrender.jobs.v1.InspectReport.MetadataEntry
-	21, // 18: docrender.jobs.v1.InspectReport.fonts:type_name -> docrender.jobs.v1.InspectReport.Font
-	22, // 19: docrender.jobs.v1.InspectReport.attachments:type_name -> docrender.jobs.v1.InspectReport.Attachment
-	8,  // 20: docrender.jobs.v1.BatchDocumentJob.render:type_name -> docrender.jobs.v1.RenderJob
-	16, // 21: docrender.jobs.v1.Report.failed_requests:type_name -> docrender.jobs.v1.FailedRequest
-	0,  // 22: docrender.jobs.v1.Result.error_kind:type_name -> docrender.jobs.v1.ErrorKind
-	17, // 23: docrender.jobs.v1.Result.report:type_name -> docrender.jobs.v1.Report
-	12, // 24: docrender.jobs.v1.Result.inspect:type_name -> docrender.jobs.v1.InspectReport
-	25, // [25:25] is the sub-list for method output_type
-	25, // [25:25] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	6,  // 0: docrender.jobs.v1.Signature.visible:type_name -> docrender.jobs.v1.SignBox
+	4,  // 1: docrender.jobs.v1.Record.attachments:type_name -> docrender.jobs.v1.Attachment
+	5,  // 2: docrender.jobs.v1.Record.einvoice:type_name -> docrender.jobs.v1.EInvoice
+	7,  // 3: docrender.jobs.v1.Record.sign:type_name -> docrender.jobs.v1.Signature
+	24, // 4: docrender.jobs.v1.PageURL.extra_http_headers:type_name -> docrender.jobs.v1.PageURL.ExtraHttpHeadersEntry
+	11, // 5: docrender.jobs.v1.PageURL.cookies:type_name -> docrender.jobs.v1.Cookie
+	1,  // 6: docrender.jobs.v1.RenderJob.page:type_name -> docrender.jobs.v1.Page
+	2,  // 7: docrender.jobs.v1.RenderJob.watermark:type_name -> docrender.jobs.v1.Watermark
+	3,  // 8: docrender.jobs.v1.RenderJob.print:type_name -> docrender.jobs.v1.Print
+	9,  // 9: docrender.jobs.v1.RenderJob.info:type_name -> docrender.jobs.v1.DocInfo
+	10, // 10: docrender.jobs.v1.RenderJob.encryption:type_name -> docrender.jobs.v1.Encryption
+	12, // 11: docrender.jobs.v1.RenderJob.url:type_name -> docrender.jobs.v1.PageURL
+	8,  // 12: docrender.jobs.v1.RenderJob.record:type_name -> docrender.jobs.v1.Record
+	2,  // 13: docrender.jobs.v1.MergeJob.watermark:type_name -> docrender.jobs.v1.Watermark
+	9,  // 14: docrender.jobs.v1.MergeJob.info:type_name -> docrender.jobs.v1.DocInfo
+	10, // 15: docrender.jobs.v1.MergeJob.encryption:type_name -> docrender.jobs.v1.Encryption
+	8,  // 16: docrender.jobs.v1.MergeJob.record:type_name -> docrender.jobs.v1.Record
+	13, // 17: docrender.jobs.v1.Job.render:type_name -> docrender.jobs.v1.RenderJob
+	14, // 18: docrender.jobs.v1.Job.merge:type_name -> docrender.jobs.v1.MergeJob
+	19, // 19: docrender.jobs.v1.Job.zip:type_name -> docrender.jobs.v1.ZipJob
+	18, // 20: docrender.jobs.v1.Job.batch_document:type_name -> docrender.jobs.v1.BatchDocumentJob
+	16, // 21: docrender.jobs.v1.Job.inspect:type_name -> docrender.jobs.v1.InspectJob
+	25, // 22: docrender.jobs.v1.InspectReport.page_sizes:type_name -> docrender.jobs.v1.InspectReport.PageSize
+	28, // 23: docrender.jobs.v1.InspectReport.metadata:type_name -> docrender.jobs.v1.InspectReport.MetadataEntry
+	26, // 24: docrender.jobs.v1.InspectReport.fonts:type_name -> docrender.jobs.v1.InspectReport.Font
+	27, // 25: docrender.jobs.v1.InspectReport.attachments:type_name -> docrender.jobs.v1.InspectReport.Attachment
+	29, // 26: docrender.jobs.v1.InspectReport.signatures:type_name -> docrender.jobs.v1.InspectReport.Signature
+	13, // 27: docrender.jobs.v1.BatchDocumentJob.render:type_name -> docrender.jobs.v1.RenderJob
+	21, // 28: docrender.jobs.v1.Report.failed_requests:type_name -> docrender.jobs.v1.FailedRequest
+	0,  // 29: docrender.jobs.v1.Result.error_kind:type_name -> docrender.jobs.v1.ErrorKind
+	22, // 30: docrender.jobs.v1.Result.report:type_name -> docrender.jobs.v1.Report
+	17, // 31: docrender.jobs.v1.Result.inspect:type_name -> docrender.jobs.v1.InspectReport
+	32, // [32:32] is the sub-list for method output_type
+	32, // [32:32] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_jobs_proto_init() }
@@ -2224,7 +2837,7 @@ func file_jobs_proto_init() {
 	if File_jobs_proto != nil {
 		return
 	}
-	file_jobs_proto_msgTypes[9].OneofWrappers = []any{
+	file_jobs_proto_msgTypes[14].OneofWrappers = []any{
 		(*Job_Render)(nil),
 		(*Job_Merge)(nil),
 		(*Job_Zip)(nil),
@@ -2237,7 +2850,7 @@ func file_jobs_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jobs_proto_rawDesc), len(file_jobs_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   23,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
