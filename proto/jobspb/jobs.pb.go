@@ -457,12 +457,15 @@ func (x *Print) GetFailOnAccessibilityErrors() bool {
 // Attachment is a file embedded in the PDF (DESIGN §8). Its bytes are in the
 // blob store under key, like a watermark image.
 type Attachment struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	FileName      string                 `protobuf:"bytes,1,opt,name=file_name,json=fileName,proto3" json:"file_name,omitempty"`
-	MimeType      string                 `protobuf:"bytes,2,opt,name=mime_type,json=mimeType,proto3" json:"mime_type,omitempty"`
-	Description   string                 `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
-	Key           string                 `protobuf:"bytes,4,opt,name=key,proto3" json:"key,omitempty"`
-	Size          int64                  `protobuf:"varint,5,opt,name=size,proto3" json:"size,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	FileName    string                 `protobuf:"bytes,1,opt,name=file_name,json=fileName,proto3" json:"file_name,omitempty"`
+	MimeType    string                 `protobuf:"bytes,2,opt,name=mime_type,json=mimeType,proto3" json:"mime_type,omitempty"`
+	Description string                 `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	Key         string                 `protobuf:"bytes,4,opt,name=key,proto3" json:"key,omitempty"`
+	Size        int64                  `protobuf:"varint,5,opt,name=size,proto3" json:"size,omitempty"`
+	// The bytes inline, as a batch's JSON sends them, until the gateway
+	// stores them under key (blob.OffloadRecord), as for a watermark image.
+	Data          []byte `protobuf:"bytes,6,opt,name=data,proto3" json:"data,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -532,14 +535,23 @@ func (x *Attachment) GetSize() int64 {
 	return 0
 }
 
+func (x *Attachment) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
 // EInvoice is a Factur-X / ZUGFeRD hybrid invoice: profile is the XMP
 // ConformanceLevel (MINIMUM, BASIC WL, BASIC, EN 16931, EXTENDED, XRECHNUNG);
 // the validated XML is in the blob store under xml_key.
 type EInvoice struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Profile       string                 `protobuf:"bytes,1,opt,name=profile,proto3" json:"profile,omitempty"`
-	XmlKey        string                 `protobuf:"bytes,2,opt,name=xml_key,json=xmlKey,proto3" json:"xml_key,omitempty"`
-	XmlSize       int64                  `protobuf:"varint,3,opt,name=xml_size,json=xmlSize,proto3" json:"xml_size,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Profile string                 `protobuf:"bytes,1,opt,name=profile,proto3" json:"profile,omitempty"`
+	XmlKey  string                 `protobuf:"bytes,2,opt,name=xml_key,json=xmlKey,proto3" json:"xml_key,omitempty"`
+	XmlSize int64                  `protobuf:"varint,3,opt,name=xml_size,json=xmlSize,proto3" json:"xml_size,omitempty"`
+	// Inline until stored under xml_key, like Attachment.data.
+	Xml           []byte `protobuf:"bytes,4,opt,name=xml,proto3" json:"xml,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -593,6 +605,13 @@ func (x *EInvoice) GetXmlSize() int64 {
 		return x.XmlSize
 	}
 	return 0
+}
+
+func (x *EInvoice) GetXml() []byte {
+	if x != nil {
+		return x.Xml
+	}
+	return nil
 }
 
 // SignBox is a visible signature's place: page from 1, points from the
@@ -2543,18 +2562,20 @@ const file_jobs_proto_rawDesc = "" +
 	"\aoutline\x18\v \x01(\bR\aoutline\x123\n" +
 	"\x16fail_on_console_errors\x18\f \x01(\bR\x13failOnConsoleErrors\x125\n" +
 	"\x17fail_on_resource_errors\x18\r \x01(\bR\x14failOnResourceErrors\x12?\n" +
-	"\x1cfail_on_accessibility_errors\x18\x0e \x01(\bR\x19failOnAccessibilityErrors\"\x8e\x01\n" +
+	"\x1cfail_on_accessibility_errors\x18\x0e \x01(\bR\x19failOnAccessibilityErrors\"\xa2\x01\n" +
 	"\n" +
 	"Attachment\x12\x1b\n" +
 	"\tfile_name\x18\x01 \x01(\tR\bfileName\x12\x1b\n" +
 	"\tmime_type\x18\x02 \x01(\tR\bmimeType\x12 \n" +
 	"\vdescription\x18\x03 \x01(\tR\vdescription\x12\x10\n" +
 	"\x03key\x18\x04 \x01(\tR\x03key\x12\x12\n" +
-	"\x04size\x18\x05 \x01(\x03R\x04size\"X\n" +
+	"\x04size\x18\x05 \x01(\x03R\x04size\x12\x12\n" +
+	"\x04data\x18\x06 \x01(\fR\x04data\"j\n" +
 	"\bEInvoice\x12\x18\n" +
 	"\aprofile\x18\x01 \x01(\tR\aprofile\x12\x17\n" +
 	"\axml_key\x18\x02 \x01(\tR\x06xmlKey\x12\x19\n" +
-	"\bxml_size\x18\x03 \x01(\x03R\axmlSize\"{\n" +
+	"\bxml_size\x18\x03 \x01(\x03R\axmlSize\x12\x10\n" +
+	"\x03xml\x18\x04 \x01(\fR\x03xml\"{\n" +
 	"\aSignBox\x12\x12\n" +
 	"\x04page\x18\x01 \x01(\x05R\x04page\x12\f\n" +
 	"\x01x\x18\x02 \x01(\x01R\x01x\x12\f\n" +
