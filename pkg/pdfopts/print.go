@@ -65,9 +65,12 @@ type PrintRaw struct {
 	Encryption           json.RawMessage `json:"encryption"`
 	FailOnConsoleErrors  *bool           `json:"failOnConsoleErrors"`
 	FailOnResourceErrors *bool           `json:"failOnResourceErrors"`
-	ExtraHTTPHeaders     json.RawMessage `json:"extraHttpHeaders"`
-	Cookies              json.RawMessage `json:"cookies"`
-	UserAgent            *string         `json:"userAgent"`
+	// FailOnAccessibilityErrors: images without alternative text fail the
+	// render (DESIGN §8, PDF/UA).
+	FailOnAccessibilityErrors *bool           `json:"failOnAccessibilityErrors"`
+	ExtraHTTPHeaders          json.RawMessage `json:"extraHttpHeaders"`
+	Cookies                   json.RawMessage `json:"cookies"`
+	UserAgent                 *string         `json:"userAgent"`
 	// Report puts report.json into a batch's ZIP.
 	Report *bool `json:"report"`
 }
@@ -147,6 +150,7 @@ func (p PrintRaw) Validate(renderTimeout time.Duration) (PrintOptions, error) {
 	pr.Outline = p.Outline != nil && *p.Outline
 	pr.FailOnConsoleErrors = p.FailOnConsoleErrors != nil && *p.FailOnConsoleErrors
 	pr.FailOnResourceErrors = p.FailOnResourceErrors != nil && *p.FailOnResourceErrors
+	pr.FailOnAccessibilityErrors = p.FailOnAccessibilityErrors != nil && *p.FailOnAccessibilityErrors
 	o := PrintOptions{Print: pr, Report: p.Report != nil && *p.Report}
 	if o.Info, err = ParseMetadata(p.Metadata); err != nil {
 		return PrintOptions{}, err

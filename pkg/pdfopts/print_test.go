@@ -21,7 +21,7 @@ func TestPrintOptions(t *testing.T) {
 		{name: "defaults", in: `{}`, check: func(t *testing.T, o Options) {
 			p := o.Print
 			if p.NoBackground || p.Untagged || p.Outline || p.MediaScreen || p.Scale != 0 || p.PageRanges != "" ||
-				p.FailOnConsoleErrors || p.FailOnResourceErrors || o.Info != nil || o.Encryption != nil || o.Report {
+				p.FailOnConsoleErrors || p.FailOnResourceErrors || p.FailOnAccessibilityErrors || o.Info != nil || o.Encryption != nil || o.Report {
 				t.Fatalf("defaults: %+v", o.PrintOptions)
 			}
 		}},
@@ -30,13 +30,13 @@ func TestPrintOptions(t *testing.T) {
 			"scale":0.5,"pageRanges":" 1 - 3 , 5","printBackground":false,"tagged":false,"outline":true,
 			"metadata":{"title":"T","author":"A","subject":"S","keywords":["k1","k2"],"creator":"C"},
 			"encryption":{"ownerPassword":"own","userPassword":"usr","allowCopying":false},
-			"failOnConsoleErrors":true,"failOnResourceErrors":true,"extraHttpHeaders":{"X-Token":"abc"},
+			"failOnConsoleErrors":true,"failOnResourceErrors":true,"failOnAccessibilityErrors":true,"extraHttpHeaders":{"X-Token":"abc"},
 			"cookies":[{"name":"sid","value":"1","domain":"example.com"}],"userAgent":"docrender-test","report":true}`,
 			check: func(t *testing.T, o Options) {
 				p := o.Print
 				if p.HeaderTemplate == "" || p.FooterTemplate == "" || p.WaitForSelector != "#ready" || p.WaitForExpression == "" ||
 					p.WaitDelayMs != 1500 || !p.MediaScreen || p.Scale != 0.5 || p.PageRanges != "1-3,5" || !p.NoBackground ||
-					!p.Untagged || !p.Outline || !p.FailOnConsoleErrors || !p.FailOnResourceErrors || !o.Report {
+					!p.Untagged || !p.Outline || !p.FailOnConsoleErrors || !p.FailOnResourceErrors || !p.FailOnAccessibilityErrors || !o.Report {
 					t.Fatalf("print %+v", p)
 				}
 				if i := o.Info; i.Title != "T" || i.Author != "A" || i.Subject != "S" || i.Creator != "C" || strings.Join(i.Keywords, ",") != "k1,k2" {
@@ -59,6 +59,22 @@ func TestPrintOptions(t *testing.T) {
 				t.Fatalf("%+v", e)
 			}
 		}},
+		{name: "accessibility check on", in: `{"failOnAccessibilityErrors":true}`, check: func(t *testing.T, o Options) {
+			if p := o.Print; !p.FailOnAccessibilityErrors || p.FailOnConsoleErrors || p.FailOnResourceErrors {
+				t.Fatalf("%+v", p)
+			}
+		}},
+		{name: "accessibility check off", in: `{"failOnAccessibilityErrors":false}`, check: func(t *testing.T, o Options) {
+			if o.Print.FailOnAccessibilityErrors {
+				t.Fatalf("%+v", o.Print)
+			}
+		}},
+		{name: "accessibility check null", in: `{"failOnAccessibilityErrors":null}`, check: func(t *testing.T, o Options) {
+			if o.Print.FailOnAccessibilityErrors {
+				t.Fatalf("%+v", o.Print)
+			}
+		}},
+		{name: "accessibility check not a bool", in: `{"failOnAccessibilityErrors":"yes"}`, field: "failOnAccessibilityErrors"},
 		{name: "template too large", in: `{"footerTemplate":"` + strings.Repeat("x", MaxTemplateBytes+1) + `"}`, field: "footerTemplate"},
 		{name: "empty selector", in: `{"waitForSelector":"  "}`, field: "waitForSelector"},
 		{name: "bad delay", in: `{"waitDelay":"soon"}`, field: "waitDelay"},
