@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/docrender/docrender/pkg/signids"
 )
 
 // Plan holds the limits of one plan.
@@ -98,6 +100,15 @@ type Config struct {
 	JobReplicas int
 	// Tracing is where traces go (OpenTelemetry's own variables, DESIGN §7).
 	Tracing Tracing
+	// SigningDir holds the operator's signing identities (DESIGN §8);
+	// empty: signing is off.
+	SigningDir string
+	// SigningIdentities are the identity names in SigningDir, listed at
+	// start without reading a key (pkg/signids); the worker loads the keys.
+	SigningIdentities []string
+	// TSAURL is the RFC 3161 time-stamp authority of PAdES B-T
+	// signatures; empty: only B-B.
+	TSAURL string
 
 	// Warnings name DOCRENDER_ variables that were set but mean nothing
 	// here (a misspelling, most likely), each with the closest known name.
@@ -183,6 +194,8 @@ func load(getenv func(string) string) (Config, map[string]bool, error) {
 		AuthAttemptsPerMinute: p.integer("DOCRENDER_AUTH_ATTEMPTS_PER_MINUTE", 30),
 		HTTP:                  DefaultHTTPTimeouts(),
 		JobReplicas:           p.integer("DOCRENDER_JOB_REPLICAS", 1),
+		SigningDir:            p.str("DOCRENDER_SIGNING_DIR", ""),
+		TSAURL:                p.str("DOCRENDER_TSA_URL", ""),
 	}
 	c.Tracing = p.tracing()
 	if c.SelfServicePlans == nil {
@@ -251,6 +264,12 @@ func load(getenv func(string) string) (Config, map[string]bool, error) {
 		// A bbolt file is one process's own: gateways and workers of a
 		// scaled-out service would each see different accounts and batches.
 		p.fail("DOCRENDER_REDIS_URL", "", "a Redis URL when DOCRENDER_NATS_URL is set (scaled out, every process must share one state store)")
+	}
+	if c.TSAURL != "" {
+		p.url("DOCRENDER_TSA_URL", c.TSAURL, "http", "https")
+	}
+	if c.SigningDir != "" {
+		c.SigningIdentities = p.signingIdentities("DOCRENDER_SIGNING_DIR", c.SigningDir)
 	}
 	if c.S3Endpoint != "" {
 		if strings.Contains(c.S3Endpoint, "://") || strings.ContainsAny(c.S3Endpoint, "/?#") {
@@ -368,6 +387,20 @@ func (p *parser) url(name, v string, schemes ...string) {
 	if err != nil || u.Host == "" || !slices.Contains(schemes, strings.ToLower(u.Scheme)) {
 		p.fail(name, v, "an absolute URL of scheme "+strings.Join(schemes, ", ")+" with a host")
 	}
+}
+
+// signingIdentities lists the identities in dir; an unreadable directory,
+// a broken identity or none at all refuses the start (DESIGN §8).
+func (p *parser) signingIdentities(name, dir string) []string {
+	names, err := signids.Names(dir)
+	if err != nil {
+		p.fail(name, dir, "a readable directory of signing identities: "+err.Error())
+		return nil
+	}
+	if len(names) == 0 {
+		p.fail(name, dir, "a directory holding at least one identity (NAME.p12 with NAME.pass, or NAME.crt with NAME.key)")
+	}
+	return names
 }
 
 func (p *parser) str(name, def string) string {
