@@ -73,6 +73,8 @@ type PrintRaw struct {
 	UserAgent                 *string         `json:"userAgent"`
 	// Report puts report.json into a batch's ZIP.
 	Report *bool `json:"report"`
+	// DESIGN §8's documents-of-record options.
+	RecordRaw
 }
 
 // PrintOptions are the validated §6 fields.
@@ -82,6 +84,7 @@ type PrintOptions struct {
 	Encryption *jobspb.Encryption // nil: not encrypted
 	Fetch      *jobspb.PageURL    // headers, cookies, user agent of a URL render (URL empty)
 	Report     bool
+	Record     *jobspb.Record // nil: none of §8
 }
 
 // IsZero reports whether no field was sent.
@@ -91,13 +94,23 @@ func (p PrintRaw) IsZero() bool { return reflect.ValueOf(p).IsZero() }
 // document's own fields over the batch's options.
 func (p PrintRaw) Over(base PrintRaw) PrintRaw {
 	out := base
-	dst, src := reflect.ValueOf(&out).Elem(), reflect.ValueOf(p)
+	over(reflect.ValueOf(&out).Elem(), reflect.ValueOf(p))
+	return out
+}
+
+// over sets each field src sets on dst, field by field also inside
+// embedded structs (RecordRaw), so a document's own pdfua keeps the
+// batch's pdfa.
+func over(dst, src reflect.Value) {
 	for i := range src.NumField() {
-		if f := src.Field(i); !f.IsZero() {
+		f := src.Field(i)
+		switch {
+		case src.Type().Field(i).Anonymous && f.Kind() == reflect.Struct:
+			over(dst.Field(i), f)
+		case !f.IsZero():
 			dst.Field(i).Set(f)
 		}
 	}
-	return out
 }
 
 // Validate checks every §6 field. renderTimeout bounds waitDelay (a wait
@@ -159,6 +172,12 @@ func (p PrintRaw) Validate(renderTimeout time.Duration) (PrintOptions, error) {
 		return PrintOptions{}, err
 	}
 	if o.Fetch, err = p.fetch(); err != nil {
+		return PrintOptions{}, err
+	}
+	if o.Record, err = p.RecordRaw.Validate(); err != nil {
+		return PrintOptions{}, err
+	}
+	if err := CheckRecord(o.Record, o.Encryption, pr.Untagged); err != nil {
 		return PrintOptions{}, err
 	}
 	// Each field is bounded; together they must still leave a job message
