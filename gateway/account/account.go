@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"math/big"
 	"net/mail"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -38,6 +39,15 @@ type User struct {
 	PasswordHash []byte    `json:"passwordHash"`
 	Plan         string    `json:"plan"`
 	CreatedAt    time.Time `json:"createdAt"`
+	// SigningIdentities are the operator's signing identities (DESIGN §8)
+	// this account may sign with, sorted; the operator grants them.
+	SigningIdentities []string `json:"signingIdentities,omitempty"`
+}
+
+// MaySign reports whether the operator granted the account identity.
+func (u *User) MaySign(identity string) bool {
+	_, ok := slices.BinarySearch(u.SigningIdentities, identity)
+	return ok
 }
 
 // Key is an API key record; the key itself is never stored.
@@ -357,8 +367,52 @@ func (s *Service) SetPlan(ctx context.Context, u *User, plan string) error {
 	if err != nil {
 		return err
 	}
-	u.Plan = plan
-	return s.putJSON(ctx, userKey(u.ID), u, 0)
+	return s.updateUser(ctx, u, func(v *User) { v.Plan = plan })
+}
+
+// SetSigningIdentities replaces the signing identities the account may
+// use (the operator's grant, DESIGN §8); nil or empty grants none. The
+// caller has checked the names against the identities there are.
+func (s *Service) SetSigningIdentities(ctx context.Context, u *User, names []string) error {
+	names = slices.Clone(names)
+	slices.Sort(names)
+	names = slices.Compact(names)
+	if len(names) == 0 {
+		names = nil
+	}
+	return s.updateUser(ctx, u, func(v *User) { v.SigningIdentities = names })
+}
+
+// updateUser changes one part of the stored user record with change and
+// leaves u as stored. The write is fenced by what was read (state.Swap):
+// two changes of different parts at once (a user's change of plan, an
+// operator's grant) both stay, rather than the later writing back the
+// earlier's record as it was before.
+func (s *Service) updateUser(ctx context.Context, u *User, change func(*User)) error {
+	for range 20 {
+		old, err := s.st.Get(ctx, userKey(u.ID))
+		if err != nil {
+			return fmt.Errorf("account: update %s: %w", u.ID, err)
+		}
+		var v User
+		if err := json.Unmarshal(old, &v); err != nil {
+			return fmt.Errorf("account: update %s: %w", u.ID, err)
+		}
+		change(&v)
+		b, err := json.Marshal(&v)
+		if err != nil {
+			return err
+		}
+		ok, err := s.st.Swap(ctx, userKey(u.ID), old, b, 0)
+		if err != nil {
+			return fmt.Errorf("account: update %s: %w", u.ID, err)
+		}
+		if ok {
+			*u = v
+			return nil
+		}
+	}
+	return fmt.Errorf("account: update %s: the record kept changing", u.ID)
 }
 
 // ChoosePlan is a user's own change of plan: only to a self-service plan
