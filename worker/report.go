@@ -67,6 +67,10 @@ type reportEntry struct {
 	BlockedRequests []string        `json:"blockedRequests"`
 	FailedRequests  []failedRequest `json:"failedRequests"`
 	ConsoleErrors   []string        `json:"consoleErrors"`
+	// DESIGN §8: images without alternative text, the first 100, and how
+	// many there were.
+	ImagesWithoutAlt      []string `json:"imagesWithoutAlt"`
+	ImagesWithoutAltTotal int32    `json:"imagesWithoutAltTotal"`
 	// Error says why the document has no report (rendered by a worker
 	// that kept none, say).
 	Error string `json:"error,omitempty"`
@@ -82,12 +86,16 @@ type failedRequest struct {
 // iterate them without checking.
 func newReportEntry(r *jobspb.Report) reportEntry {
 	e := reportEntry{Pages: r.GetPages(), RenderMs: r.GetRenderMs(), BlockedRequests: r.GetBlockedRequests(),
-		FailedRequests: []failedRequest{}, ConsoleErrors: r.GetConsoleErrors()}
+		FailedRequests: []failedRequest{}, ConsoleErrors: r.GetConsoleErrors(), ImagesWithoutAlt: r.GetImagesWithoutAlt(),
+		ImagesWithoutAltTotal: max(r.GetImagesWithoutAltTotal(), int32(len(r.GetImagesWithoutAlt())))}
 	if e.BlockedRequests == nil {
 		e.BlockedRequests = []string{}
 	}
 	if e.ConsoleErrors == nil {
 		e.ConsoleErrors = []string{}
+	}
+	if e.ImagesWithoutAlt == nil {
+		e.ImagesWithoutAlt = []string{}
 	}
 	for _, f := range r.GetFailedRequests() {
 		e.FailedRequests = append(e.FailedRequests, failedRequest{URL: f.Url, Status: f.Status, Error: f.Error})
@@ -167,6 +175,9 @@ func (w *Worker) docReport(ctx context.Context, r *batch.Record, i int) (reportE
 		w.log.ErrorContext(ctx, "a batch document's report is unreadable", "batch_id", r.ID, "index", i, "err", err)
 		e = newReportEntry(nil)
 		e.Error = "The render report of this document could not be read."
+	}
+	if e.ImagesWithoutAlt == nil {
+		e.ImagesWithoutAlt = []string{} // kept by a worker before DESIGN §8
 	}
 	return e, nil
 }

@@ -34,7 +34,8 @@ func TestZipReport(t *testing.T) {
 		}
 	}
 	kept := &jobspb.Report{Pages: 2, RenderMs: 40, BlockedRequests: []string{"http://10.0.0.1/x.png"},
-		FailedRequests: []*jobspb.FailedRequest{{Url: "img/a.png", Status: 404}}, ConsoleErrors: []string{"boom"}}
+		FailedRequests: []*jobspb.FailedRequest{{Url: "img/a.png", Status: 404}}, ConsoleErrors: []string{"boom"},
+		ImagesWithoutAlt: []string{"img/logo.png"}, ImagesWithoutAltTotal: 3}
 	if err := w.keepDocReport(ctx, r, 0, kept); err != nil {
 		t.Fatal(err)
 	}
@@ -52,9 +53,9 @@ func TestZipReport(t *testing.T) {
 		t.Fatalf("report.json (%v):\n%s", err, entries.data["report.json"])
 	}
 	want := []string{
-		`{"blockedRequests":["http://10.0.0.1/x.png"],"consoleErrors":["boom"],"failedRequests":[{"status":404,"url":"img/a.png"}],"fileName":"a.pdf","pages":2,"renderMs":40}`,
-		`{"blockedRequests":[],"consoleErrors":[],"error":"No render report was kept for this document.","failedRequests":[],"fileName":"b.pdf","pages":0,"renderMs":0}`,
-		`{"blockedRequests":[],"consoleErrors":[],"error":"The render report of this document could not be read.","failedRequests":[],"fileName":"c.pdf","pages":0,"renderMs":0}`,
+		`{"blockedRequests":["http://10.0.0.1/x.png"],"consoleErrors":["boom"],"failedRequests":[{"status":404,"url":"img/a.png"}],"fileName":"a.pdf","imagesWithoutAlt":["img/logo.png"],"imagesWithoutAltTotal":3,"pages":2,"renderMs":40}`,
+		`{"blockedRequests":[],"consoleErrors":[],"error":"No render report was kept for this document.","failedRequests":[],"fileName":"b.pdf","imagesWithoutAlt":[],"imagesWithoutAltTotal":0,"pages":0,"renderMs":0}`,
+		`{"blockedRequests":[],"consoleErrors":[],"error":"The render report of this document could not be read.","failedRequests":[],"fileName":"c.pdf","imagesWithoutAlt":[],"imagesWithoutAltTotal":0,"pages":0,"renderMs":0}`,
 	}
 	for i, e := range report {
 		if got, _ := json.Marshal(e); string(got) != want[i] {

@@ -63,8 +63,10 @@ func New(ctx context.Context, cfg config.Config, q *queue.Conn, blobs blob.Store
 	}
 	w := &Worker{cfg: cfg, q: q, blobs: blobs, log: log, proxy: proxy, pool: pool}
 	w.renderer = &render.Renderer{Blobs: blobs, Pool: pool, Log: log,
-		// Inline QR codes (DESIGN §4.15), filled in before printing.
-		Hooks: []render.PageHook{render.QRCodes}}
+		// Images without alternative text for the report (DESIGN §8), found
+		// before the QR codes fill in their data-qr images' src; inline QR
+		// codes (DESIGN §4.15), filled in before printing.
+		Hooks: []render.PageHook{render.Accessibility, render.QRCodes}}
 	w.batch = newBatchSupport(st, w)
 	return w, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/docrender/docrender/pkg/invalid"
 	"github.com/docrender/docrender/pkg/qr"
+	"github.com/docrender/docrender/proto/jobspb"
 	"github.com/docrender/docrender/worker/browser"
 )
 
@@ -88,7 +89,7 @@ const setQRJS = `(urls, sizes) => {
 // an *InputError naming the attribute and the image.
 var QRCodes = PageHook{Selector: "img[data-qr]", Run: qrCodes}
 
-func qrCodes(ctx context.Context, page *rod.Page) error {
+func qrCodes(ctx context.Context, page *rod.Page, _ *jobspb.Report) error {
 	var found [][]*string
 	if err := browser.Evaluate(page, collectQRJS, &found); err != nil {
 		return fmt.Errorf("%w: data-qr: collect: %v", ErrPage, err)

@@ -81,7 +81,7 @@ func tickets(n int) string {
 func TestQRCodesHookPhases(t *testing.T) {
 	var phases struct{ collect, draw, set time.Duration }
 	var complete int
-	measured := func(ctx context.Context, page *rod.Page) error {
+	measured := func(ctx context.Context, page *rod.Page, _ *jobspb.Report) error {
 		t0 := time.Now()
 		res, err := page.Eval(collectQRJS)
 		if err != nil {

@@ -29,9 +29,12 @@ var ErrPage = errors.New("render: page failed")
 // PageHook runs on the loaded page before printing (inline QR codes, say),
 // when the page has an element matching Selector, or a frame that could:
 // the load's own round trip finds out, so a page without any costs nothing.
+// rep is the job's render report, which Run may add what it found to (the
+// images without alternative text, say); the URLs in it are made relative
+// to the bundle and cut short as the report's own are.
 type PageHook struct {
 	Selector string
-	Run      func(ctx context.Context, page *rod.Page) error
+	Run      func(ctx context.Context, page *rod.Page, rep *jobspb.Report) error
 }
 
 // Renderer renders HTML bundles.
@@ -104,6 +107,7 @@ func (r *Renderer) Render(ctx context.Context, b egress.Bundle, rj *jobspb.Rende
 	start := time.Now()
 	var tabAt, loadedAt, waitedAt, hooksAt, printedAt time.Duration
 	var report *collector
+	hooked := &jobspb.Report{}
 	err = r.Pool.Tab(ctx, func(t *browser.Tab) error {
 		tabAt = time.Since(start)
 		lane, ok := t.Lane().(fileServer)
@@ -148,7 +152,7 @@ func (r *Renderer) Render(ctx context.Context, b egress.Bundle, rj *jobspb.Rende
 		waitedAt = time.Since(start)
 		for i, h := range r.Hooks {
 			if i < len(matched) && matched[i] {
-				if err := h.Run(ctx, p); err != nil {
+				if err := h.Run(ctx, p, hooked); err != nil {
 					return err
 				}
 			}
@@ -199,7 +203,7 @@ func (r *Renderer) Render(ctx context.Context, b egress.Bundle, rj *jobspb.Rende
 		}
 		return Output{}, err
 	}
-	return report.output(out, time.Since(start), rj.GetPrint())
+	return report.output(out, time.Since(start), rj.GetPrint(), hooked)
 }
 
 // fileServer is a tab's lane that serves the job's files (*egress.Lane).

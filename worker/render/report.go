@@ -240,10 +240,12 @@ func (c *collector) addConsole(msg string) {
 	}
 }
 
-// findings is what a finished collector found.
+// findings is what a finished collector found, with what the page hooks
+// found.
 type findings struct {
 	report                      *jobspb.Report
 	nFailed, nBlocked, nConsole int
+	nNoAlt                      int
 }
 
 // findings returns what the collector found, with what the site's lane
@@ -289,6 +291,9 @@ func (f findings) check(pr *jobspb.Print) error {
 			parts = append(parts, count(f.nBlocked, "request")+wasWere(f.nBlocked)+" blocked by the egress rules")
 		}
 	}
+	if pr.GetFailOnAccessibilityErrors() && f.nNoAlt > 0 {
+		parts = append(parts, count(f.nNoAlt, "image")+hasHave(f.nNoAlt)+" no alternative text")
+	}
 	if parts == nil {
 		return nil
 	}
@@ -297,7 +302,8 @@ func (f findings) check(pr *jobspb.Print) error {
 }
 
 // CheckError is a render whose checks failed (DESIGN §6 failOnConsoleErrors,
-// failOnResourceErrors): the job fails with Message, and Report says why.
+// failOnResourceErrors, §8 failOnAccessibilityErrors): the job fails with
+// Message, and Report says why.
 type CheckError struct {
 	Message string
 	Report  *jobspb.Report
@@ -319,11 +325,24 @@ func wasWere(n int) string {
 	return " were"
 }
 
+func hasHave(n int) string {
+	if n == 1 {
+		return " has"
+	}
+	return " have"
+}
+
 // output is the Output of a render that printed pdf in elapsed time, as
-// far as its report and checks go.
-func (c *collector) output(pdf []byte, elapsed time.Duration, pr *jobspb.Print) (Output, error) {
+// far as its report and checks go; hooked is what the page hooks found.
+func (c *collector) output(pdf []byte, elapsed time.Duration, pr *jobspb.Print, hooked *jobspb.Report) (Output, error) {
 	f := c.findings()
 	f.report.RenderMs = elapsed.Milliseconds()
+	noAlt := hooked.GetImagesWithoutAlt()
+	for _, s := range noAlt[:min(len(noAlt), maxReportEntries)] {
+		f.report.ImagesWithoutAlt = append(f.report.ImagesWithoutAlt, truncate(c.site.Relative(s)))
+	}
+	f.nNoAlt = max(int(hooked.GetImagesWithoutAltTotal()), len(noAlt))
+	f.report.ImagesWithoutAltTotal = int32(f.nNoAlt)
 	return Output{PDF: pdf, Report: f.report}, f.check(pr)
 }
 
