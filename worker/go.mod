@@ -3,6 +3,7 @@ module github.com/docrender/docrender/worker
 go 1.26.0
 
 require (
+	github.com/digitorus/timestamp v0.0.0-20231217203849-220c5c2851b7
 	github.com/docrender/docrender/pkg v0.0.0
 	github.com/docrender/docrender/proto v0.0.0
 	github.com/go-rod/rod v0.116.2
@@ -11,6 +12,7 @@ require (
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/trace v1.47.0
 	golang.org/x/net v0.60.0
+	software.sslmate.com/src/go-pkcs12 v0.7.4
 )
 
 require (
@@ -19,6 +21,7 @@ require (
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/clipperhouse/uax29/v2 v2.7.0 // indirect
+	github.com/digitorus/pkcs7 v0.0.0-20230713084857-e76b763bdc49 // indirect
 	github.com/dustin/go-humanize v1.0.1 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
