@@ -26,13 +26,13 @@ type doc struct {
 	lengths map[int]int
 
 	cat, info, page, font, cidFont, fd, res types.Dict
-	catRef, pageRef, docElemRef           types.IndirectRef
-	docElem, pElem, figElem               types.Dict
-	parentNums                            types.Array
-	content                               string
-	xmp                                   string
-	xo                                    xmpOpts
-	lvl                                   Level
+	catRef, pageRef, docElemRef             types.IndirectRef
+	docElem, pElem, figElem                 types.Dict
+	parentNums                              types.Array
+	content                                 string
+	xmp                                     string
+	xo                                      xmpOpts
+	lvl                                     Level
 }
 
 func (d *doc) add(o types.Object) types.IndirectRef {
@@ -211,7 +211,7 @@ func baseline(t testing.TB, lvl Level) *doc {
 		"FontFile2": d.add(stream(types.Dict{"Length1": types.Integer(len(ttf))}, ttf))}
 	d.cidFont = types.Dict{"Type": types.Name("Font"), "Subtype": types.Name("CIDFontType2"),
 		"BaseFont": types.Name("LiberationSans"), "CIDToGIDMap": types.Name("Identity"),
-		"CIDSystemInfo": types.Dict{"Registry": types.StringLiteral("Adobe"), "Ordering": types.StringLiteral("Identity"), "Supplement": types.Integer(0)},
+		"CIDSystemInfo":  types.Dict{"Registry": types.StringLiteral("Adobe"), "Ordering": types.StringLiteral("Identity"), "Supplement": types.Integer(0)},
 		"FontDescriptor": d.add(d.fd), "DW": types.Integer(600)}
 	d.font = types.Dict{"Type": types.Name("Font"), "Subtype": types.Name("Type0"), "BaseFont": types.Name("LiberationSans"),
 		"Encoding": types.Name("Identity-H"), "DescendantFonts": types.Array{d.add(d.cidFont)},
@@ -262,7 +262,7 @@ func (d *doc) addAnnot(sub, tag string, extra types.Dict) types.Dict {
 		"BBox": types.Array{types.Integer(0), types.Integer(0), types.Integer(10), types.Integer(10)}}, []byte("0 0 10 10 re S")))
 	a := types.Dict{"Type": types.Name("Annot"), "Subtype": types.Name(sub), "F": types.Integer(4),
 		"Rect": types.Array{types.Integer(72), types.Integer(72), types.Integer(82), types.Integer(82)},
-		"AP": types.Dict{"N": ap}, "Contents": types.StringLiteral("a note"), "P": d.pageRef}
+		"AP":   types.Dict{"N": ap}, "Contents": types.StringLiteral("a note"), "P": d.pageRef}
 	for k, v := range extra {
 		a[k] = v
 	}

@@ -220,31 +220,86 @@ func (c *checker) checkCatalogPDFA() {
 		}
 		c.checkFields(form)
 	}
-	if oc, err := c.x.DereferenceDict(cat["OCProperties"]); err == nil && oc != nil {
-		configs := []types.Object{oc["D"]}
-		if a, err := c.x.DereferenceArray(oc["Configs"]); err == nil {
-			configs = append(configs, a...)
+	c.checkOptionalContent()
+}
+
+// checkOptionalContent: 6.9-1…4 for PDF/A, UA 7.10-1/2 for PDF/UA: every
+// optional content configuration has a unique Name, an Order listing
+// every OCG, and no AS.
+func (c *checker) checkOptionalContent() {
+	oc, err := c.x.DereferenceDict(c.catalog["OCProperties"])
+	if err != nil || oc == nil {
+		return
+	}
+	a, ua := c.pdfa(), c.lvl.PDFUA
+	ocgs := map[int]bool{}
+	if all, err := c.x.DereferenceArray(oc["OCGs"]); err == nil {
+		for _, o := range all {
+			if ref, ok := o.(types.IndirectRef); ok {
+				ocgs[ref.ObjectNumber.Value()] = true
+			}
 		}
-		names := map[string]bool{}
-		for i, o := range configs {
-			if i > 1000 {
-				break
-			}
-			d, err := c.x.DereferenceDict(o)
-			if err != nil || d == nil {
-				continue
-			}
-			obj := fmt.Sprintf("optional content configuration %d", i+1)
-			n, _ := c.text(d["Name"])
-			if n == "" {
+	}
+	configs := []types.Object{oc["D"]}
+	if arr, err := c.x.DereferenceArray(oc["Configs"]); err == nil {
+		configs = append(configs, arr...)
+	}
+	names := map[string]bool{}
+	for i, o := range configs {
+		if i > 1000 {
+			break
+		}
+		d, err := c.x.DereferenceDict(o)
+		if err != nil || d == nil {
+			continue
+		}
+		obj := fmt.Sprintf("optional content configuration %d", i+1)
+		n, _ := c.text(d["Name"])
+		switch {
+		case n == "":
+			if a {
 				c.report("6.9-1", obj, "an optional content configuration has no Name")
-			} else if names[n] {
-				c.report("6.9-2", obj, "the optional content configuration name %q is not unique", n)
 			}
-			names[n] = true
-			if d["AS"] != nil {
+			if ua {
+				c.report("UA 7.10-1", obj, "an optional content configuration has no Name")
+			}
+		case names[n] && a:
+			c.report("6.9-2", obj, "the optional content configuration name %q is not unique", n)
+		}
+		names[n] = true
+		if d["Order"] != nil && a {
+			listed := map[int]bool{}
+			c.collectRefs(d["Order"], listed, 0)
+			for nr := range ocgs {
+				if !listed[nr] {
+					c.report("6.9-3", obj, "the Order array does not list every optional content group")
+					break
+				}
+			}
+		}
+		if d["AS"] != nil {
+			if a {
 				c.report("6.9-4", obj, "an optional content configuration has AS")
 			}
+			if ua {
+				c.report("UA 7.10-2", obj, "an optional content configuration has AS")
+			}
+		}
+	}
+}
+
+// collectRefs gathers the object numbers referenced in nested arrays.
+func (c *checker) collectRefs(o types.Object, into map[int]bool, depth int) {
+	if depth > maxDepth || len(into) > maxTreeNodes {
+		return
+	}
+	if ref, ok := o.(types.IndirectRef); ok {
+		into[ref.ObjectNumber.Value()] = true
+		o, _ = c.x.Dereference(o)
+	}
+	if arr, ok := o.(types.Array); ok {
+		for _, x := range arr {
+			c.collectRefs(x, into, depth+1)
 		}
 	}
 }

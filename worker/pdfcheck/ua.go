@@ -50,6 +50,9 @@ func (c *checker) checkUACatalog() {
 			c.report("UA 7.2-29", "catalog", "the Lang %q is not a language tag", l)
 		}
 	}
+	if !c.pdfa() {
+		c.checkOptionalContent()
+	}
 	root, _ := c.x.DereferenceDict(cat["StructTreeRoot"])
 	if root == nil {
 		c.report("UA 7.1-11", "catalog", "the catalog has no StructTreeRoot")
