@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -21,6 +22,10 @@ type reportBody struct {
 	BlockedRequests []string        `json:"blockedRequests"`
 	FailedRequests  []failedRequest `json:"failedRequests"`
 	ConsoleErrors   []string        `json:"consoleErrors"`
+	// DESIGN §8: images without alternative text (the first 100) and how
+	// many there were.
+	ImagesWithoutAlt      []string `json:"imagesWithoutAlt"`
+	ImagesWithoutAltTotal int      `json:"imagesWithoutAltTotal"`
 }
 
 type failedRequest struct {
@@ -35,12 +40,16 @@ func newReportBody(r *jobspb.Report) *reportBody {
 		return nil
 	}
 	b := &reportBody{Pages: r.Pages, RenderMs: r.RenderMs, BlockedRequests: r.BlockedRequests,
-		FailedRequests: []failedRequest{}, ConsoleErrors: r.ConsoleErrors}
+		FailedRequests: []failedRequest{}, ConsoleErrors: r.ConsoleErrors,
+		ImagesWithoutAlt: r.ImagesWithoutAlt, ImagesWithoutAltTotal: total(r.ImagesWithoutAltTotal, len(r.ImagesWithoutAlt))}
 	if b.BlockedRequests == nil {
 		b.BlockedRequests = []string{}
 	}
 	if b.ConsoleErrors == nil {
 		b.ConsoleErrors = []string{}
+	}
+	if b.ImagesWithoutAlt == nil {
+		b.ImagesWithoutAlt = []string{}
 	}
 	for _, f := range r.FailedRequests {
 		b.FailedRequests = append(b.FailedRequests, failedRequest{URL: f.Url, Status: f.Status, Error: f.Error})
@@ -73,7 +82,9 @@ type checkDetail struct {
 }
 
 // checkFailed is the 422 of a render whose checks failed: every console
-// error and failed or blocked request the checks asked about.
+// error and failed or blocked request the checks asked about, and, when
+// failOnAccessibilityErrors asked about them (the worker lists them in a
+// failure only then), every image without alternative text.
 func checkFailed(res *jobspb.Result) *apierr.Error {
 	r := res.GetReport()
 	var details []checkDetail
@@ -90,11 +101,25 @@ func checkFailed(res *jobspb.Result) *apierr.Error {
 	for _, u := range r.GetBlockedRequests() {
 		details = append(details, checkDetail{Kind: "blocked", URL: u, Message: "blocked by the egress rules"})
 	}
+	for _, img := range r.GetImagesWithoutAlt() {
+		details = append(details, accessibilityDetail(img))
+	}
 	if details == nil {
 		details = []checkDetail{}
 	}
 	e := &apierr.Error{Status: http.StatusUnprocessableEntity, Code: apierr.RenderCheckFailed, Message: res.ErrorMessage,
-		Hint: "Fix what details lists, or turn failOnConsoleErrors / failOnResourceErrors off."}
+		Hint: "Fix what details lists, or turn failOnConsoleErrors / failOnResourceErrors / failOnAccessibilityErrors off."}
 	e.Extra = map[string]any{"details": details}
 	return e
+}
+
+// accessibilityDetail is the 422 detail of an image without alternative
+// text, as the report names it: by its URL, or (an element that has none,
+// such as a <div role="img">) by a description starting with "<", which no
+// URL does.
+func accessibilityDetail(img string) checkDetail {
+	if strings.HasPrefix(img, "<") {
+		return checkDetail{Kind: "accessibility", Message: img + " has no alternative text"}
+	}
+	return checkDetail{Kind: "accessibility", URL: img, Message: "image without alternative text"}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http/httptest"
+	"slices"
 	"testing"
 
 	"github.com/labstack/echo/v4"
@@ -33,5 +34,27 @@ func TestReportHeaderCountsAll(t *testing.T) {
 				t.Errorf("header = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// A hosted answer's report lists the images without alternative text,
+// never null; a 422 details each, by URL or, for an element without one,
+// by its description.
+func TestReportImagesWithoutAlt(t *testing.T) {
+	b := newReportBody(&jobspb.Report{Pages: 1})
+	if b.ImagesWithoutAlt == nil || b.ImagesWithoutAltTotal != 0 {
+		t.Errorf("empty report: %+v", b)
+	}
+	r := &jobspb.Report{ImagesWithoutAlt: []string{"img/a.png", `<div id="chart" role="img">`}, ImagesWithoutAltTotal: 120}
+	if b := newReportBody(r); len(b.ImagesWithoutAlt) != 2 || b.ImagesWithoutAltTotal != 120 {
+		t.Errorf("report %+v", b)
+	}
+	e := checkFailed(&jobspb.Result{ErrorMessage: "120 images have no alternative text.", Report: r})
+	want := []checkDetail{
+		{Kind: "accessibility", URL: "img/a.png", Message: "image without alternative text"},
+		{Kind: "accessibility", Message: `<div id="chart" role="img"> has no alternative text`},
+	}
+	if got, _ := e.Extra["details"].([]checkDetail); !slices.Equal(got, want) {
+		t.Errorf("details %+v, want %+v", e.Extra["details"], want)
 	}
 }

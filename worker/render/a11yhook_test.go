@@ -118,7 +118,7 @@ func TestImagesWithoutAlt(t *testing.T) {
 // are decorative, passes failOnAccessibilityErrors with an empty list; so
 // does a page without images, where the hook does not even run. The other
 // checks are not set off by images without alt, nor is this one by
-// console errors.
+// console errors; a failure of the others does not list the images.
 func TestImagesWithAltPass(t *testing.T) {
 	r := testRenderer(t, Accessibility)
 	for name, html := range map[string]string{
@@ -142,6 +142,16 @@ func TestImagesWithAltPass(t *testing.T) {
 		}
 		if got := out.Report.ImagesWithoutAlt; !slices.Equal(got, []string{"img/a.png"}) {
 			t.Fatalf("images without alt %q", got)
+		}
+		// A render failing on another check lists in its failure only
+		// what the client asked about.
+		_, err = renderAlt(t, r, `<img src="img/a.png"><script>console.error("x")</script>`, &jobspb.Print{FailOnConsoleErrors: true})
+		var ce *CheckError
+		if !errors.As(err, &ce) || ce.Message != "The page logged 1 console error." {
+			t.Fatalf("err %v", err)
+		}
+		if rep := ce.Report; len(rep.ImagesWithoutAlt) != 0 || rep.ImagesWithoutAltTotal != 0 || len(rep.ConsoleErrors) != 1 {
+			t.Fatalf("check report %v", rep)
 		}
 	})
 }

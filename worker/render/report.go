@@ -338,12 +338,19 @@ func (c *collector) output(pdf []byte, elapsed time.Duration, pr *jobspb.Print, 
 	f := c.findings()
 	f.report.RenderMs = elapsed.Milliseconds()
 	noAlt := hooked.GetImagesWithoutAlt()
+	f.nNoAlt = max(int(hooked.GetImagesWithoutAltTotal()), len(noAlt))
+	err := f.check(pr)
+	if err != nil && !pr.GetFailOnAccessibilityErrors() {
+		// The render failed on other checks: images without alternative
+		// text are what a failure (a 422's details) lists only when the
+		// client asked about them.
+		return Output{PDF: pdf, Report: f.report}, err
+	}
 	for _, s := range noAlt[:min(len(noAlt), maxReportEntries)] {
 		f.report.ImagesWithoutAlt = append(f.report.ImagesWithoutAlt, truncate(c.site.Relative(s)))
 	}
-	f.nNoAlt = max(int(hooked.GetImagesWithoutAltTotal()), len(noAlt))
 	f.report.ImagesWithoutAltTotal = int32(f.nNoAlt)
-	return Output{PDF: pdf, Report: f.report}, f.check(pr)
+	return Output{PDF: pdf, Report: f.report}, err
 }
 
 // markOf returns the collector mark e writes, if it is one.
