@@ -54,8 +54,8 @@ type Error struct {
 	RequestID string
 }
 
-// CheckDetail is one failed check of a 422 (DESIGN §6): kind is
-// "console", "resource" or "blocked".
+// CheckDetail is one failed check of a 422 (DESIGN §6, §8): kind is
+// "console", "resource", "blocked" or "accessibility".
 type CheckDetail struct {
 	Kind    string `json:"kind"`
 	URL     string `json:"url,omitempty"`

@@ -260,6 +260,11 @@ type Report struct {
 	BlockedRequests []string        `json:"blockedRequests"`
 	FailedRequests  []FailedRequest `json:"failedRequests"`
 	ConsoleErrors   []string        `json:"consoleErrors"`
+	// ImagesWithoutAlt are the images without alternative text (DESIGN
+	// §8): by URL, or an element without one by a description starting
+	// with "<"; the first 100 of ImagesWithoutAltTotal.
+	ImagesWithoutAlt      []string `json:"imagesWithoutAlt"`
+	ImagesWithoutAltTotal int      `json:"imagesWithoutAltTotal"`
 }
 
 // FailedRequest is a request of the page that failed.

@@ -85,6 +85,10 @@ type PrintOptions struct {
 	// FailOnResourceErrors: an asset that fails, answers >= 400 or is
 	// blocked fails the render with a 422.
 	FailOnResourceErrors bool `json:"failOnResourceErrors,omitempty"`
+	// FailOnAccessibilityErrors: an image without alternative text (an img
+	// without alt, a role=img element without an accessible name; alt=""
+	// is decorative and fine) fails the render with a 422 (DESIGN §8).
+	FailOnAccessibilityErrors bool `json:"failOnAccessibilityErrors,omitempty"`
 	// ExtraHTTPHeaders, Cookies and UserAgent apply to a page fetched by URL.
 	ExtraHTTPHeaders map[string]string `json:"extraHttpHeaders,omitempty"`
 	Cookies          []Cookie          `json:"cookies,omitempty"`
