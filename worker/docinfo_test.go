@@ -111,7 +111,7 @@ func TestFinishDocumentFailures(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := finishDocument(tc.ctx, tc.pdf, tc.info, tc.enc)
+			_, err := (&Worker{}).finishDocument(tc.ctx, tc.pdf, tc.info, tc.enc, nil)
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -132,7 +132,7 @@ func TestFinishDocumentFailures(t *testing.T) {
 // Without metadata or encryption the PDF passes through untouched.
 func TestFinishDocumentNothing(t *testing.T) {
 	pdf := onePagePDF()
-	out, err := finishDocument(context.Background(), pdf, nil, nil)
+	out, err := (&Worker{}).finishDocument(context.Background(), pdf, nil, nil, nil)
 	if err != nil || !bytes.Equal(out, pdf) {
 		t.Fatalf("changed (%v)", err)
 	}

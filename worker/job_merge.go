@@ -49,7 +49,7 @@ func (w *Worker) handleMerge(ctx context.Context, job *jobspb.Job) (*jobspb.Resu
 		return res, err
 	}
 	// DESIGN §6 metadata, then encryption: the last edit of the PDF.
-	if out, err = finishDocument(ctx, out, mj.Info, mj.Encryption); err != nil {
+	if out, err = w.finishDocument(ctx, out, mj.Info, mj.Encryption, mj.Record); err != nil {
 		return finishFailure(err)
 	}
 	res, err := w.store(ctx, job, out)

@@ -61,7 +61,7 @@ func (w *Worker) handleRender(ctx context.Context, job *jobspb.Job, rj *jobspb.R
 	// DESIGN §6 metadata, then encryption: the last edit of the PDF. Count
 	// pages before it (or on out.PDF): pdfedit.PageCount cannot open a PDF
 	// encrypted with a user password.
-	if pdf, err = finishDocument(ctx, pdf, rj.Info, rj.Encryption); err != nil {
+	if pdf, err = w.finishDocument(ctx, pdf, rj.Info, rj.Encryption, rj.Record); err != nil {
 		return finishFailure(err)
 	}
 	return w.storeRendered(ctx, job, pdf, out)

@@ -23,6 +23,7 @@ import (
 	"github.com/docrender/docrender/worker/browser"
 	"github.com/docrender/docrender/worker/egress"
 	"github.com/docrender/docrender/worker/render"
+	"github.com/docrender/docrender/worker/sign"
 )
 
 // Worker is one worker process's job loop.
@@ -38,6 +39,10 @@ type Worker struct {
 	batch *batchSupport
 	// metrics is nil until Instrument (all its methods accept nil).
 	metrics *metrics.Metrics
+	// identities sign PDFs (DESIGN §8), loaded at start from
+	// DOCRENDER_SIGNING_DIR; tsa stamps PAdES B-T signatures.
+	identities map[string]*sign.Identity
+	tsa        *sign.TSA
 }
 
 // tabsPerSlot is how many warm tabs the pool keeps per render slot (the
@@ -50,6 +55,11 @@ const tabsPerSlot = 2
 // New starts the egress proxy and Chromium. st is the state store shared
 // with the gateways (batch progress); nil disables batch jobs.
 func New(ctx context.Context, cfg config.Config, q *queue.Conn, blobs blob.Store, st state.Store, log *slog.Logger) (*Worker, error) {
+	// An identity that cannot be read stops the start, naming the file.
+	ids, err := sign.LoadDir(cfg.SigningDir)
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
 	proxy, err := egress.Start(netguard.New(cfg.RenderAllowHosts), log)
 	if err != nil {
 		return nil, fmt.Errorf("worker: egress proxy: %w", err)
@@ -61,7 +71,11 @@ func New(ctx context.Context, cfg config.Config, q *queue.Conn, blobs blob.Store
 		proxy.Close()
 		return nil, fmt.Errorf("worker: %w", err)
 	}
-	w := &Worker{cfg: cfg, q: q, blobs: blobs, log: log, proxy: proxy, pool: pool}
+	w := &Worker{cfg: cfg, q: q, blobs: blobs, log: log, proxy: proxy, pool: pool, identities: ids}
+	if cfg.TSAURL != "" {
+		// The operator's TSA, outside the page egress rules (DESIGN §2).
+		w.tsa = &sign.TSA{URL: cfg.TSAURL}
+	}
 	w.renderer = &render.Renderer{Blobs: blobs, Pool: pool, Log: log,
 		// Images without alternative text for the report (DESIGN §8), found
 		// before the QR codes fill in their data-qr images' src; inline QR

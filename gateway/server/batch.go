@@ -132,6 +132,16 @@ func (b *batchAPI) parseBatch(c echo.Context, u *account.User) (*batchPlan, erro
 	if err := p.readDocuments(req.Documents, b.s.Config.RenderTimeout, pageURL); err != nil {
 		return nil, err
 	}
+	if err := b.s.checkRecord(p.opts.Record, u); err != nil {
+		return nil, err
+	}
+	for i, own := range p.own {
+		if own != nil {
+			if err := b.s.checkRecord(own.Record, u); err != nil {
+				return nil, inDocument(i, err)
+			}
+		}
+	}
 	var err error
 	if p.name, err = batchName(req.BatchName); err != nil {
 		return nil, err
@@ -217,6 +227,23 @@ func (p *batchPlan) readDocuments(docs []batchDocument, renderTimeout time.Durat
 		}
 	}
 	return nil
+}
+
+// inDocument names document i in a 400 that names a field.
+func inDocument(i int, err error) error {
+	var e *apierr.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	field, ok := e.Extra["field"].(string)
+	if !ok {
+		return err
+	}
+	own := fmt.Sprintf("documents[%d].%s", i, field)
+	out := *e
+	out.Message = strings.Replace(e.Message, field, own, 1)
+	out.Extra = map[string]any{"field": own}
+	return &out
 }
 
 // readOptions validates the options applied to every document (spec 2.1).
@@ -344,7 +371,7 @@ func (b *batchAPI) start(c echo.Context, u *account.User, p *batchPlan) (*batch.
 		docs[i] = batch.Document{EntryName: names[i], HTML: p.html[i], URL: p.urls[i], Own: p.own[i]}
 	}
 	render := &jobspb.RenderJob{Page: p.opts.Page, Watermark: p.opts.Watermark,
-		Print: p.opts.Print, Info: p.opts.Info, Encryption: p.opts.Encryption, Url: p.opts.Fetch}
+		Print: p.opts.Print, Info: p.opts.Info, Encryption: p.opts.Encryption, Url: p.opts.Fetch, Record: p.opts.Record}
 	if err := b.tracker.Submit(ctx, rec, docs, render, b.s.Config.RenderTimeout); err != nil {
 		return nil, err
 	}

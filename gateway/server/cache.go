@@ -58,8 +58,10 @@ func inputHash(up *upload, entry string, opts pdfopts.Options) string {
 		Fetch      *jobspb.PageURL    `json:"fetch"`
 		// URL is the page rendered instead of files.
 		URL string `json:"url,omitempty"`
+		// DESIGN §8, attachments by their bytes' SHA-256.
+		Record *jobspb.Record `json:"record,omitempty"`
 	}{inputHashVersion, nil, entry, opts.FileName, opts.Page, opts.Watermark, opts.UserType, opts.Host,
-		opts.Print, opts.Info, opts.Encryption, opts.Fetch, up.url}
+		opts.Print, opts.Info, opts.Encryption, opts.Fetch, up.url, recordDigest(opts.Record, up.record)}
 	for _, f := range fs {
 		in.Files = append(in.Files, fileSum{f.Name, hex.EncodeToString(f.SHA256)})
 	}

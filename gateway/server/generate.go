@@ -28,7 +28,7 @@ func (s *Server) generate(c echo.Context) error {
 	// Inputs and the unhosted result are temporary: gone once answered.
 	defer s.cleanup(blob.JobDir(job.Id))
 
-	up, err := readUpload(c, s.Blobs, prefix)
+	up, err := readUpload(c, s.Blobs, prefix, newRecordParts(s.Blobs, blob.JobDir(job.Id)))
 	if err != nil {
 		return err
 	}
@@ -41,6 +41,12 @@ func (s *Server) generate(c echo.Context) error {
 		return err
 	}
 	opts.MakeRoom(up.has(pdfopts.HeaderFile), up.has(pdfopts.FooterFile))
+	if opts.Record, err = up.record.apply(opts.Record, opts.Encryption, opts.Print.Untagged); err != nil {
+		return err
+	}
+	if err := s.checkRecord(opts.Record, u); err != nil {
+		return err
+	}
 	// DESIGN §4.20: the same keyed request answered again, or joined.
 	fp := fingerprint("generate", inputHash(up, entry, opts), opts.DocumentID, fmt.Sprint(opts.Regenerate))
 	if o, err := s.beginIdempotent(c, u, fp); o != nil || err != nil {
@@ -65,7 +71,12 @@ func (s *Server) generate(c echo.Context) error {
 		sg.abandon(c)
 		return err
 	}
-	rj := &jobspb.RenderJob{Page: opts.Page, Watermark: wm, Print: opts.Print, Info: opts.Info, Encryption: opts.Encryption}
+	rec, err := blob.OffloadRecord(ctx, s.Blobs, blob.JobDir(job.Id), opts.Record)
+	if err != nil {
+		sg.abandon(c)
+		return err
+	}
+	rj := &jobspb.RenderJob{Page: opts.Page, Watermark: wm, Print: opts.Print, Info: opts.Info, Encryption: opts.Encryption, Record: rec}
 	if up.hasURL {
 		rj.Url = proto.CloneOf(opts.Fetch)
 		rj.Url.Url = up.url

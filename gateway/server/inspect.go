@@ -21,7 +21,7 @@ func (s *Server) inspect(c echo.Context) error {
 		return apierr.Bad("Expected multipart/form-data with the PDF under the key \"files\".").
 			WithHint("curl -F files=@document.pdf ...")
 	}
-	up, err := readMergeParts(c, s.Blobs, blob.JobInputs(job.Id))
+	up, err := readMergeParts(c, s.Blobs, blob.JobInputs(job.Id), nil)
 	if err != nil {
 		return err
 	}

@@ -34,6 +34,8 @@ type mergeOptions struct {
 	// DESIGN §6: metadata and encryption apply to a merge too.
 	Metadata   json.RawMessage `json:"metadata"`
 	Encryption json.RawMessage `json:"encryption"`
+	// DESIGN §8: PDF/A, PDF/UA, attachments, e-invoice, signature.
+	pdfopts.RecordRaw
 }
 
 // mergeRequest is a validated merge.
@@ -45,6 +47,7 @@ type mergeRequest struct {
 	watermark   *jobspb.Watermark
 	info        *jobspb.DocInfo
 	encryption  *jobspb.Encryption
+	record      *jobspb.Record
 }
 
 // merge is POST /pdf/merge (spec 4.2): the uploaded PDFs, in upload order,
@@ -58,7 +61,7 @@ func (s *Server) merge(c echo.Context) error {
 	// Inputs and the unhosted result are temporary: gone once answered.
 	defer s.cleanup(blob.JobDir(job.Id))
 
-	up, err := s.readMerge(c, blob.JobInputs(job.Id))
+	up, err := s.readMerge(c, blob.JobInputs(job.Id), newRecordParts(s.Blobs, blob.JobDir(job.Id)))
 	if err != nil {
 		return err
 	}
@@ -109,8 +112,12 @@ func (s *Server) runMerge(ctx context.Context, u *account.User, job *jobspb.Job,
 	if err != nil {
 		return nil, err
 	}
+	rec, err := blob.OffloadRecord(ctx, s.Blobs, blob.JobDir(job.Id), req.record)
+	if err != nil {
+		return nil, err
+	}
 	job.Kind = &jobspb.Job_Merge{Merge: &jobspb.MergeJob{
-		InputKeys: req.keys, InputNames: req.names, Watermark: wm, Info: req.info, Encryption: req.encryption,
+		InputKeys: req.keys, InputNames: req.names, Watermark: wm, Info: req.info, Encryption: req.encryption, Record: rec,
 	}}
 	return s.runCharged(ctx, u, job)
 }
@@ -118,12 +125,12 @@ func (s *Server) runMerge(ctx context.Context, u *account.User, job *jobspb.Job,
 // readMerge streams the uploads into the blob store and validates the
 // options. Files need not have a .pdf name or type: the worker reads the
 // bytes and names any file that is not a usable PDF.
-func (s *Server) readMerge(c echo.Context, prefix string) (*mergeUpload, error) {
+func (s *Server) readMerge(c echo.Context, prefix string, record *recordParts) (*mergeUpload, error) {
 	if !isMultipart(c) {
 		return nil, apierr.Bad("Expected multipart/form-data with the PDFs under the key \"files\".").
 			WithHint("Send the PDFs as multipart/form-data, e.g. curl -F files=@a.pdf -F files=@b.pdf.")
 	}
-	up, err := readMergeParts(c, s.Blobs, prefix)
+	up, err := readMergeParts(c, s.Blobs, prefix, record)
 	if err != nil {
 		return nil, err
 	}
@@ -131,6 +138,9 @@ func (s *Server) readMerge(c echo.Context, prefix string) (*mergeUpload, error) 
 		return nil, err
 	}
 	if err := up.parseOptions(); err != nil {
+		return nil, err
+	}
+	if err := s.checkRecord(up.record, currentUser(c)); err != nil {
 		return nil, err
 	}
 	return up, nil
@@ -147,6 +157,8 @@ type mergeUpload struct {
 	notPDF []string
 	// sums are the SHA-256 of each file part, in order.
 	sums []string
+	// parts holds DESIGN §8's parts (attachments, factur-x.xml).
+	parts *recordParts
 }
 
 // fingerprint is what the merge asks for, however it was encoded.
@@ -158,7 +170,8 @@ func (up *mergeUpload) fingerprint() string {
 		Watermark          *jobspb.Watermark
 		Info               *jobspb.DocInfo
 		Encryption         *jobspb.Encryption
-	}{up.names, up.sums, up.fileName, up.userType, up.host, up.watermark, up.info, up.encryption})
+		Record             *jobspb.Record
+	}{up.names, up.sums, up.fileName, up.userType, up.host, up.watermark, up.info, up.encryption, recordDigest(up.record, up.parts)})
 	return fingerprint("merge", string(b))
 }
 
@@ -223,8 +236,8 @@ func (s *pdfSniffer) notPDF() string {
 // may list the same file name twice (a cover page repeated, say), which the
 // generate upload's name-keyed bundle refuses. The client's names are kept
 // for error messages.
-func readMergeParts(c echo.Context, blobs blob.Store, prefix string) (*mergeUpload, error) {
-	up := &mergeUpload{}
+func readMergeParts(c echo.Context, blobs blob.Store, prefix string, record *recordParts) (*mergeUpload, error) {
+	up := &mergeUpload{parts: record}
 	form, err := readForm(c, func(ctx context.Context, name, mimeType string, r io.Reader) error {
 		// The names are labels only, but they travel in the job.
 		if err := utf8Name(name); err != nil {
@@ -252,7 +265,7 @@ func readMergeParts(c echo.Context, blobs blob.Store, prefix string) (*mergeUplo
 		up.sums = append(up.sums, hex.EncodeToString(cr.sum.Sum(nil)))
 		up.received = append(up.received, uploadedFile{Name: name, MimeType: mimeType})
 		return nil
-	})
+	}, record)
 	if err != nil {
 		return nil, err
 	}
@@ -283,6 +296,15 @@ func (up *mergeUpload) parseOptions() error {
 	if up.encryption, err = pdfopts.ParseEncryption(raw.Encryption); err != nil {
 		return err
 	}
-	up.watermark, err = pdfopts.ParseWatermark(raw.Watermark)
+	if up.watermark, err = pdfopts.ParseWatermark(raw.Watermark); err != nil {
+		return err
+	}
+	if up.record, err = raw.RecordRaw.Validate(); err != nil {
+		return err
+	}
+	if err := pdfopts.CheckRecord(up.record, up.encryption, false); err != nil {
+		return err
+	}
+	up.record, err = up.parts.apply(up.record, up.encryption, false)
 	return err
 }

@@ -36,10 +36,11 @@ type fileFunc func(ctx context.Context, name, mimeType string, body io.Reader) e
 
 // readForm is the one multipart reader of generate and merge. It streams
 // each "files" part to file, in order, never holding a whole file in
-// memory; keeps "options" (at most maxOptionsBytes); names file parts under
+// memory; keeps "options" (at most maxOptionsBytes); gives DESIGN §8's
+// parts to record (nil: a route without them); names file parts under
 // other keys; drains the rest. A failure of the body itself becomes its
 // answer (bodyError).
-func readForm(c echo.Context, file fileFunc) (*form, error) {
+func readForm(c echo.Context, file fileFunc, record *recordParts) (*form, error) {
 	mr, err := c.Request().MultipartReader()
 	if err != nil {
 		return nil, apierr.Bad("Malformed multipart body: %v", err)
@@ -54,7 +55,11 @@ func readForm(c echo.Context, file fileFunc) (*form, error) {
 		if err != nil {
 			return f, bodyError(err)
 		}
-		err = f.readPart(ctx, part.FormName(), rawFileName(part), part.Header.Get("Content-Type"), part, file)
+		var took bool
+		took, err = record.take(ctx, part.FormName(), rawFileName(part), part.Header.Get("Content-Type"), part)
+		if !took && err == nil {
+			err = f.readPart(ctx, part.FormName(), rawFileName(part), part.Header.Get("Content-Type"), part, file)
+		}
 		part.Close()
 		if err != nil {
 			return f, err

@@ -50,7 +50,7 @@ func FuzzMultipart(f *testing.F) {
 			req.Header.Set("Content-Type", "multipart/form-data; boundary=B")
 			return e.NewContext(req, httptest.NewRecorder())
 		}
-		u, err := readUpload(newCtx(), blobs, prefix)
+		u, err := readUpload(newCtx(), blobs, prefix, newRecordParts(blobs, prefix+"r/"))
 		if err != nil {
 			clientError(t, body, err)
 		} else {
@@ -60,7 +60,7 @@ func FuzzMultipart(f *testing.F) {
 				}
 			}
 		}
-		if _, err := readMergeParts(newCtx(), blobs, prefix+"m/"); err != nil {
+		if _, err := readMergeParts(newCtx(), blobs, prefix+"m/", newRecordParts(blobs, prefix+"mr/")); err != nil {
 			clientError(t, body, err)
 		}
 	})

@@ -32,6 +32,8 @@ type upload struct {
 	hasURL bool
 	// otherParts names file parts sent under another key than "files".
 	otherParts []string
+	// record holds DESIGN §8's parts (attachments, factur-x.xml).
+	record *recordParts
 }
 
 type uploadedFile struct {
@@ -47,12 +49,12 @@ const maxFiles = 1000
 // readUpload streams the parts of a multipart request: every "files" part
 // into the blob store under prefix, the "options" field into memory. Files
 // never sit whole in the gateway's memory.
-func readUpload(c echo.Context, blobs blob.Store, prefix string) (*upload, error) {
+func readUpload(c echo.Context, blobs blob.Store, prefix string, record *recordParts) (*upload, error) {
 	if !isMultipart(c) {
 		return nil, apierr.Bad("Expected multipart/form-data with the HTML under the key \"files\".").
 			WithHint("Send the request as multipart/form-data, e.g. curl -F files=@index.html.")
 	}
-	u := &upload{prefix: prefix}
+	u := &upload{prefix: prefix, record: record}
 	seen := map[string]bool{}
 	form, err := readForm(c, func(ctx context.Context, raw, mimeType string, body io.Reader) error {
 		name, err := cleanName(raw)
@@ -79,7 +81,7 @@ func readUpload(c echo.Context, blobs blob.Store, prefix string) (*upload, error
 		}
 		u.files = append(u.files, uploadedFile{Name: name, MimeType: mimeType, Size: cr.n, SHA256: cr.sum.Sum(nil)})
 		return nil
-	})
+	}, record)
 	if form != nil {
 		u.options, u.otherParts = form.options, form.otherParts
 		u.url, u.hasURL = form.url, form.hasURL

@@ -225,6 +225,23 @@ func (t *Tracker) Submit(ctx context.Context, r *Record, docs []Document, render
 		t.abandon(ctx, r)
 		return fmt.Errorf("batch: %w", err)
 	}
+	rec, err := blob.OffloadRecord(ctx, t.blobs, blob.BatchDir(r.ID)+"record/", render.GetRecord())
+	if err != nil {
+		t.abandon(ctx, r)
+		return fmt.Errorf("batch: %w", err)
+	}
+	ownRec := make([]*jobspb.Record, len(docs))
+	for i, d := range docs {
+		if d.Own == nil || d.Own.Record == nil {
+			continue
+		}
+		// A document's own record (its §8 fields over the batch's) keeps its
+		// bytes beside its page.
+		if ownRec[i], err = blob.OffloadRecord(ctx, t.blobs, blob.BatchInputs(r.ID, i)+"record/", d.Own.Record); err != nil {
+			t.abandon(ctx, r)
+			return fmt.Errorf("batch: document %d: %w", i, err)
+		}
+	}
 	if err := t.Create(ctx, r, names); err != nil {
 		t.abandon(ctx, r)
 		return err
@@ -243,13 +260,14 @@ func (t *Tracker) Submit(ctx context.Context, r *Record, docs []Document, render
 					BundlePrefix: blob.BatchInputs(r.ID, i), Files: []string{"index.html"}, Entry: "index.html",
 					Page: render.GetPage(), Watermark: wm,
 					Print: render.GetPrint(), Info: render.GetInfo(), Encryption: render.GetEncryption(),
+					Record: rec,
 				},
 			}},
 		}
 		rj := job.GetBatchDocument().Render
 		fetch := render.GetUrl()
 		if own := docs[i].Own; own != nil {
-			rj.Print, rj.Info, rj.Encryption, fetch = own.Print, own.Info, own.Encryption, own.Fetch
+			rj.Print, rj.Info, rj.Encryption, rj.Record, fetch = own.Print, own.Info, own.Encryption, ownRec[i], own.Fetch
 		}
 		if docs[i].URL != "" {
 			rj.BundlePrefix, rj.Files, rj.Entry = "", nil, ""
