@@ -35,7 +35,9 @@ type renderReport struct {
 		Status int    `json:"status"`
 		Error  string `json:"error"`
 	} `json:"failedRequests"`
-	ConsoleErrors []string `json:"consoleErrors"`
+	ConsoleErrors         []string `json:"consoleErrors"`
+	ImagesWithoutAlt      []string `json:"imagesWithoutAlt"`
+	ImagesWithoutAltTotal int      `json:"imagesWithoutAltTotal"`
 }
 
 var troubledConsole = []string{"first problem", "Uncaught Error: boom (index.html:4)"}
@@ -164,6 +166,66 @@ func TestRenderCheckFailed(t *testing.T) {
 	pdf := c.generatePDF(twoPagesHTML, map[string]any{"failOnConsoleErrors": true, "failOnResourceErrors": true})
 	if pi := info(t, pdf); pi.Pages != 2 {
 		t.Errorf("clean page under both checks: %d pages", pi.Pages)
+	}
+}
+
+// altHTML has an image without alt text, one with, a decorative one
+// (alt=""), an element with role=img without a name and an SVG with
+// role=img named by its <title>.
+const altHTML = `<!doctype html><html lang="en"><body><h1>IMAGES</h1>
+<img src="img/logo.png" width="20" height="20">
+<img src="img/logo.png" alt="Logo" width="20" height="20">
+<img src="img/logo.png" alt="" width="20" height="20">
+<div id="chart" role="img" style="width:20px;height:20px;background:#08c"></div>
+<svg role="img" width="20" height="20"><title>A square</title><rect width="20" height="20"/></svg>
+</body></html>`
+
+// TestAccessibilityCheck (DESIGN §8): the report lists the images without
+// alternative text, by their file in the upload or, for an element
+// without one, its description; with failOnAccessibilityErrors they are a
+// 422 RENDER_CHECK_FAILED detailing each (kind accessibility), counting
+// no conversion. A page whose images all have alt text passes the check.
+func TestAccessibilityCheck(t *testing.T) {
+	svc := sharedService(t)
+	c := newClient(t, svc)
+	files := []file{htmlFile("index.html", altHTML), {Field: "files", Name: "img/logo.png", Type: "image/png", Data: tinyPNG(t)}}
+	wantListed := []string{"img/logo.png", `<div id="chart" role="img">`}
+
+	resp := c.generate(files, map[string]any{"host": true})
+	mustStatus(t, resp, http.StatusOK)
+	var body struct {
+		Report *renderReport `json:"report"`
+	}
+	decode(t, resp, &body)
+	if r := body.Report; r == nil || !slices.Equal(r.ImagesWithoutAlt, wantListed) || r.ImagesWithoutAltTotal != 2 {
+		t.Fatalf("report %+v, want imagesWithoutAlt %q (total 2)", body.Report, wantListed)
+	}
+
+	resp = c.generate(files, map[string]any{"failOnAccessibilityErrors": true})
+	e := expectError(t, resp, http.StatusUnprocessableEntity, apierr.RenderCheckFailed)
+	if want := "2 images have no alternative text."; e.Message != want {
+		t.Errorf("message %q, want %q", e.Message, want)
+	}
+	raw, _ := json.Marshal(e.Raw["details"])
+	var details []checkDetail
+	want := []checkDetail{
+		{"accessibility", "img/logo.png", "image without alternative text"},
+		{"accessibility", "", `<div id="chart" role="img"> has no alternative text`},
+	}
+	if err := json.Unmarshal(raw, &details); err != nil || !slices.Equal(details, want) {
+		t.Errorf("details %s, want %+v", raw, want)
+	}
+	if got := c.usage(); got != 1 {
+		t.Errorf("conversions used %d, want 1 (the failed check counts none)", got)
+	}
+
+	fixed := strings.Replace(altHTML, `<img src="img/logo.png" width`, `<img src="img/logo.png" alt="Logo" width`, 1)
+	fixed = strings.Replace(fixed, `id="chart" role="img"`, `id="chart" role="img" aria-label="Sales"`, 1)
+	files[0] = htmlFile("index.html", fixed)
+	resp = c.generate(files, map[string]any{"failOnAccessibilityErrors": true})
+	mustStatus(t, resp, http.StatusOK)
+	if pi := info(t, readAll(t, resp)); pi.Pages != 1 {
+		t.Errorf("the fixed page: %d pages", pi.Pages)
 	}
 }
 
