@@ -212,6 +212,17 @@ func (e *PlanNotOfferedError) Error() string {
 	return "account: plan " + e.Plan + " is not self-service"
 }
 
+// SigningRefusedError refuses a signing identity the account may not use
+// (DESIGN §8): one the operator did not grant it, or one that does not
+// exist, which the answer does not tell apart.
+type SigningRefusedError struct {
+	Identity string
+}
+
+func (e *SigningRefusedError) Error() string {
+	return "account: may not sign with identity " + e.Identity
+}
+
 // QuotaError refuses conversions past the plan's monthly limit.
 type QuotaError struct {
 	Plan              string

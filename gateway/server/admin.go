@@ -3,12 +3,8 @@ package server
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -16,7 +12,6 @@ import (
 	"github.com/docrender/docrender/gateway/account"
 	"github.com/docrender/docrender/gateway/server/apierr"
 	"github.com/docrender/docrender/pkg/apitime"
-	"github.com/docrender/docrender/pkg/pdfopts"
 	"github.com/docrender/docrender/pkg/state"
 	"github.com/docrender/docrender/pkg/usage"
 )
@@ -49,6 +44,9 @@ type adminAccount struct {
 	Disabled  bool       `json:"disabled"`
 	CreatedAt string     `json:"createdAt"`
 	Usage     adminUsage `json:"usage"`
+	// SigningIdentities are the identities the account may sign with
+	// (DESIGN §8), sorted; [] for none.
+	SigningIdentities []string `json:"signingIdentities"`
 }
 
 // adminUsage is the account's usage this month, as GET /api/billing/usage.
@@ -77,6 +75,7 @@ func (s *Server) adminAccountOf(c echo.Context, u *account.User) (adminAccount, 
 	plan := s.acct.Plan(u.Plan)
 	return adminAccount{
 		ID: u.ID, Email: u.Email, Plan: plan.Name, Disabled: off, CreatedAt: apitime.Format(u.CreatedAt),
+		SigningIdentities: append([]string{}, u.SigningIdentities...),
 		Usage: adminUsage{
 			Period: usage.Period(time.Now()), ConversionsUsed: used, ConversionsLimit: plan.Conversions,
 			HostedCount: hosted, HostedLimit: plan.Hosted,
@@ -136,20 +135,12 @@ type adminPatch struct {
 // sessions at once, re-enabling restores them. Both are checked before
 // either is written.
 func (s *Server) adminPatchAccount(c echo.Context) error {
-	p, err := readAdminPatch(c)
-	if err != nil {
+	var p adminPatch
+	if err := readAdminBody(c, &p, "plan", "disabled"); err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
-	id := c.Param("id")
-	if len(id) > 100 {
-		// No account has such an ID; spare the store a key of any length.
-		return apierr.New(http.StatusNotFound, "Account not found.")
-	}
-	u, err := s.acct.User(ctx, id)
-	if errors.Is(err, state.ErrNotFound) {
-		return apierr.New(http.StatusNotFound, "Account not found.")
-	}
+	u, err := s.adminUser(c)
 	if err != nil {
 		return err
 	}
@@ -165,41 +156,28 @@ func (s *Server) adminPatchAccount(c echo.Context) error {
 		}
 	}
 	logger(c).Info("admin: account changed", "user", u.ID, "from_plan", oldPlan, "plan", u.Plan, "disabled", p.Disabled)
+	return s.adminAnswer(c, u)
+}
+
+// adminUser is the account of the route's :id; 404 when there is none.
+func (s *Server) adminUser(c echo.Context) (*account.User, error) {
+	id := c.Param("id")
+	if len(id) > 100 {
+		// No account has such an ID; spare the store a key of any length.
+		return nil, apierr.New(http.StatusNotFound, "Account not found.")
+	}
+	u, err := s.acct.User(c.Request().Context(), id)
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, apierr.New(http.StatusNotFound, "Account not found.")
+	}
+	return u, err
+}
+
+// adminAnswer is an admin change's 200: the account as it is now.
+func (s *Server) adminAnswer(c echo.Context, u *account.User) error {
 	a, err := s.adminAccountOf(c, u)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{"success": true, "data": a})
-}
-
-// readAdminPatch decodes the patch; an unknown field is a 400 naming it
-// rather than a change silently not made ("disable": true, say).
-func readAdminPatch(c echo.Context) (*adminPatch, error) {
-	ct := strings.ToLower(c.Request().Header.Get(echo.HeaderContentType))
-	if !strings.HasPrefix(ct, "application/json") {
-		return nil, apierr.Bad("Expected a JSON body (Content-Type: application/json).")
-	}
-	data, err := io.ReadAll(c.Request().Body)
-	if err != nil {
-		return nil, err
-	}
-	var fields map[string]json.RawMessage
-	if err := pdfopts.Decode(data, &fields); err != nil {
-		return nil, err
-	}
-	var unknown []string
-	for k := range fields {
-		if k != "plan" && k != "disabled" {
-			unknown = append(unknown, k)
-		}
-	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		return nil, apierr.Invalid(unknown[0], "unknown field; send plan and/or disabled")
-	}
-	var p adminPatch
-	if err := pdfopts.Decode(data, &p); err != nil {
-		return nil, err
-	}
-	return &p, nil
 }

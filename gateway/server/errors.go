@@ -59,6 +59,7 @@ func httpError(err error) *apierr.Error {
 		hosted  *files.HostedLimitError
 		quota   *account.QuotaError
 		offered *account.PlanNotOfferedError
+		signer  *account.SigningRefusedError
 		mbe     *http.MaxBytesError
 	)
 	switch {
@@ -82,6 +83,10 @@ func httpError(err error) *apierr.Error {
 		e := apierr.Quota(fmt.Sprintf("Monthly conversion limit of the %s plan reached (%d of %d used; this request needs %d).",
 			quota.Plan, quota.Used, quota.Limit, quota.Need))
 		e.Hint, e.Err = "Wait for next month or change plan.", err
+		return e
+	case errors.As(err, &signer):
+		e := apierr.Newf(http.StatusForbidden, "The signing identity %q is not available to this account.", signer.Identity)
+		e.Hint, e.Err = "Ask the operator of this service to grant it.", err
 		return e
 	case errors.As(err, &offered):
 		return apierr.Newf(http.StatusForbidden, "The %s plan cannot be chosen here.", offered.Plan).

@@ -38,6 +38,7 @@ var (
 	getHead = []string{http.MethodGet, http.MethodHead}
 	post    = []string{http.MethodPost}
 	patch   = []string{http.MethodPatch}
+	put     = []string{http.MethodPut}
 	del     = []string{http.MethodDelete}
 )
 
@@ -89,6 +90,8 @@ func (s *Server) routeTable() []route {
 		// The operator's account routes (DESIGN §3): admin.go.
 		{get, "/api/admin/accounts", admin, s.adminListAccounts, false},
 		{patch, "/api/admin/accounts/:id", admin, s.adminPatchAccount, false},
+		// Signing grants (DESIGN §8): signing.go.
+		{put, "/api/admin/accounts/:id/signing", admin, s.adminSetSigning, false},
 
 		// Probes: server.go.
 		{get, "/healthz", public, s.healthz, false},
