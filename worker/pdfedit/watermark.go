@@ -10,8 +10,10 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/pdfcpu/pdfcpu/pkg/api"
+	"github.com/pdfcpu/pdfcpu/pkg/font"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/types"
@@ -71,7 +73,29 @@ var positions = map[string]struct {
 // only while writing may leave partial output in w); bad options
 // give an error wrapping ErrInvalidWatermark. Text characters outside the
 // Windows-1252 repertoire of the core fonts are drawn as spaces.
+//
+// The stamp is an artifact, not content of the document's structure:
+// pdfcpu draws it with one form XObject per page, invoked from the page's
+// content inside /Artifact <</Type /Pagination /Subtype /Watermark>> BDC …
+// EMC (PDF/UA 7.1-3), in an optional content group "Watermark".
 func Watermark(ctx context.Context, in io.ReadSeeker, w io.Writer, wm *jobspb.Watermark) error {
+	return WatermarkWith(ctx, in, w, wm, WatermarkOptions{})
+}
+
+// WatermarkOptions say how Watermark stamps, beyond the watermark itself.
+type WatermarkOptions struct {
+	// Record is a document of record (DESIGN §8: PDF/A or PDF/UA). Text is
+	// set in EmbeddedFont, a subset embedded with a ToUnicode map (PDF/A
+	// 6.2.11.4.1, 6.2.11.7.2; PDF/UA 7.21.4.1), instead of the core font
+	// Helvetica, which is never embedded; characters the font lacks are
+	// drawn as spaces. The optional content configuration the stamp
+	// creates gets a Name, an Order listing its group and no AS (PDF/A
+	// 6.9, PDF/UA 7.10). Without it, the stamp is as fast as ever.
+	Record bool
+}
+
+// WatermarkWith is Watermark with options o.
+func WatermarkWith(ctx context.Context, in io.ReadSeeker, w io.Writer, wm *jobspb.Watermark, o WatermarkOptions) error {
 	if w == nil {
 		return errors.New("pdfedit: watermark: nil writer")
 	}
@@ -98,7 +122,7 @@ func Watermark(ctx context.Context, in io.ReadSeeker, w io.Writer, wm *jobspb.Wa
 		// pdfcpu reads an empty selection as "all pages": handle it here.
 		return copyInput(ctx, in, w)
 	}
-	mwm, err := pdfcpuWatermark(wm)
+	mwm, err := pdfcpuWatermark(wm, o.Record)
 	if err != nil {
 		return err
 	}
@@ -109,10 +133,60 @@ func Watermark(ctx context.Context, in io.ReadSeeker, w io.Writer, wm *jobspb.Wa
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	hadOC := hasOptionalContent(pc)
 	if err := stamp(pc, sel, mwm); err != nil {
 		return err
 	}
+	if o.Record && !hadOC {
+		if err := conformStampOC(pc); err != nil {
+			return err
+		}
+	}
 	return save(ctx, pc, w)
+}
+
+// hasOptionalContent reports whether the PDF has optional content
+// properties already; pdfcpu then puts the stamp in its first group and
+// leaves its configurations alone.
+func hasOptionalContent(pc *model.Context) bool {
+	root, err := pc.Catalog()
+	if err != nil {
+		return false
+	}
+	_, ok := root.Find("OCProperties")
+	return ok
+}
+
+// stampOCName names the optional content configuration of a stamp.
+const stampOCName = "Watermark"
+
+// conformStampOC makes the optional content configuration pdfcpu created
+// for the stamp one PDF/A (6.9-1…4) and PDF/UA (7.10-1/2) accept: a Name,
+// an Order that lists every group, and no AS (pdfcpu writes AS with View,
+// Print and Export usage events, and an empty Order). The groups' own
+// Usage dictionaries stay: they say the stamp is shown, printed and
+// exported.
+func conformStampOC(pc *model.Context) error {
+	root, err := pc.Catalog()
+	if err != nil {
+		return fmt.Errorf("pdfedit: watermark: catalog: %w", err)
+	}
+	props, err := pc.DereferenceDict(root["OCProperties"])
+	if err != nil || props == nil {
+		return fmt.Errorf("pdfedit: watermark: no optional content properties after stamping (%v)", err)
+	}
+	groups, err := pc.DereferenceArray(props["OCGs"])
+	if err != nil {
+		return fmt.Errorf("pdfedit: watermark: optional content groups: %w", err)
+	}
+	config, err := pc.DereferenceDict(props["D"])
+	if err != nil || config == nil {
+		return fmt.Errorf("pdfedit: watermark: no default optional content configuration (%v)", err)
+	}
+	config.Delete("AS")
+	config["Name"] = types.StringLiteral(stampOCName)
+	config["Order"] = append(types.Array{}, groups...)
+	return nil
 }
 
 func copyInput(ctx context.Context, in io.ReadSeeker, w io.Writer) error {
@@ -185,8 +259,10 @@ func fmtFloat(f float64) string {
 	return strconv.FormatFloat(f, 'f', -1, 64)
 }
 
-// pdfcpuWatermark turns checked options into a pdfcpu stamp (OnTop).
-func pdfcpuWatermark(wm *jobspb.Watermark) (*model.Watermark, error) {
+// pdfcpuWatermark turns checked options into a pdfcpu stamp (OnTop); text
+// in EmbeddedFont when embed is set (WatermarkOptions.Record), otherwise in
+// Helvetica.
+func pdfcpuWatermark(wm *jobspb.Watermark, embed bool) (*model.Watermark, error) {
 	pos := positions[position(wm)]
 	color := hexColor(wm.GetColor())
 	common := []string{
@@ -205,15 +281,26 @@ func pdfcpuWatermark(wm *jobspb.Watermark) (*model.Watermark, error) {
 		return mwm, nil
 	}
 
+	fontName, text := "Helvetica", winAnsiText(wm.GetText())
+	if embed {
+		if err := UseEmbeddedFont(); err != nil {
+			return nil, err
+		}
+		var err error
+		if text, err = fontText(wm.GetText(), EmbeddedFont); err != nil {
+			return nil, err
+		}
+		fontName = EmbeddedFont
+	}
 	size := int(math.Round(wm.GetFontSize()))
 	desc := strings.Join(append([]string{
-		"fontname:Helvetica",
+		"fontname:" + fontName,
 		"points:" + strconv.Itoa(size),
 		"scalefactor:1 abs",
 		"fillcolor:" + color,
 		"strokecolor:" + color,
 	}, common...), ", ")
-	mwm, err := pdfcpu.ParseTextWatermarkDetails(winAnsiText(wm.GetText()), desc, true, types.POINTS)
+	mwm, err := pdfcpu.ParseTextWatermarkDetails(text, desc, true, types.POINTS)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidWatermark, err)
 	}
@@ -241,6 +328,34 @@ func winAnsiText(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// fontText prepares text for the pdfcpu user font fontName (installed):
+// characters it has no glyph for would be left out (and measured as its
+// .notdef glyph), controls and tabs would be drawn as .notdef (PDF/A
+// 6.2.11.8): all become spaces. Newlines (and pdfcpu's backslash-n) break
+// lines, as with winAnsiText.
+func fontText(s, fontName string) (string, error) {
+	ttf, ok, err := font.UserFont(fontName)
+	if err != nil || !ok {
+		return "", fmt.Errorf("pdfedit: watermark: font %s not installed (%v)", fontName, err)
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\r':
+			continue
+		case r == '\n':
+		case unicode.IsControl(r):
+			r = ' '
+		default:
+			if _, ok := ttf.Chars[uint32(r)]; !ok {
+				r = ' '
+			}
+		}
+		b.WriteRune(r)
+	}
+	return b.String(), nil
 }
 
 var cp1252 = map[rune]byte{
