@@ -169,12 +169,22 @@ ess_cert_id_alg = sha256
 // httptest server on the loopback interface.
 func tsaServer(tb testing.TB, p *pki) *httptest.Server {
 	tb.Helper()
+	return tsaServerWith(tb, p, nil)
+}
+
+// tsaServerWith is tsaServer answering, when edit is not nil, the query
+// that edit makes of the one it gets.
+func tsaServerWith(tb testing.TB, p *pki, edit func([]byte) []byte) *httptest.Server {
+	tb.Helper()
 	var mu sync.Mutex // the serial file
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q, err := io.ReadAll(io.LimitReader(r.Body, 1<<16))
 		if err != nil || r.Header.Get("Content-Type") != "application/timestamp-query" {
 			http.Error(w, "bad query", http.StatusBadRequest)
 			return
+		}
+		if edit != nil {
+			q = edit(q)
 		}
 		mu.Lock()
 		defer mu.Unlock()

@@ -53,6 +53,9 @@ func Read(pdf []byte) ([]Found, error) {
 	heads, ends := objectBounds(pdf)
 	var found []Found
 	done := map[int]bool{} // object header offsets already read
+	// Each signature hashes up to the whole file: a file of many
+	// signatures over everything gets 8 passes, then no more checks.
+	budget := 8 * int64(len(pdf))
 	for from := 0; from < len(pdf) && len(found) < maxSignatures; {
 		i := bytes.Index(pdf[from:], []byte("/ByteRange"))
 		if i < 0 {
@@ -67,13 +70,15 @@ func Read(pdf []byte) ([]Found, error) {
 			continue
 		}
 		e := sort.SearchInts(ends, i)
-		if e == len(ends) {
-			continue
+		if e == len(ends) || (h+1 < len(heads) && heads[h+1] < ends[e]) {
+			continue // no endobj before the next object: not an object
 		}
 		done[heads[h]] = true
+		// Objects read are disjoint, so all of them together are at most
+		// the file.
 		for _, d := range sigDicts(pdf[heads[h]:ends[e]]) {
 			if len(found) < maxSignatures {
-				found = append(found, check(pdf, d))
+				found = append(found, check(pdf, d, &budget))
 			}
 		}
 	}
@@ -158,7 +163,7 @@ func sigDicts(obj []byte) (out []types.Dict) {
 }
 
 // check verifies one signature dictionary against the file.
-func check(pdf []byte, d types.Dict) (f Found) {
+func check(pdf []byte, d types.Dict, budget *int64) (f Found) {
 	defer func() {
 		if r := recover(); r != nil {
 			f.Valid = false
@@ -178,6 +183,9 @@ func check(pdf []byte, d types.Dict) (f Found) {
 	f.CoversWholeDocument = covers
 	contents := stringBytes(d["Contents"])
 	if ranges == nil || len(contents) == 0 {
+		return f
+	}
+	if *budget -= int64(len(ranges[0]) + len(ranges[1])); *budget < 0 {
 		return f
 	}
 	if subFilter == "ETSI.RFC3161" {
