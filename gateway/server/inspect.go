@@ -54,6 +54,11 @@ func inspectBody(r *jobspb.InspectReport) map[string]any {
 	for _, a := range r.GetAttachments() {
 		files = append(files, map[string]any{"fileName": a.FileName, "size": a.Size, "mimeType": a.MimeType, "relationship": a.Relationship})
 	}
+	sigs := make([]map[string]any, 0, len(r.GetSignatures()))
+	for _, g := range r.GetSignatures() {
+		sigs = append(sigs, map[string]any{"signer": g.Signer, "signedAt": nullIfEmpty(g.SignedAt), "level": nullIfEmpty(g.Level),
+			"coversWholeDocument": g.CoversWholeDocument, "valid": g.Valid, "reason": g.Reason})
+	}
 	var pdfa, pdfua any
 	if r.GetPdfaPart() != "" {
 		pdfa = map[string]string{"part": r.PdfaPart, "conformance": r.PdfaConformance}
@@ -68,6 +73,14 @@ func inspectBody(r *jobspb.InspectReport) map[string]any {
 	return map[string]any{
 		"pages": r.GetPages(), "pageSizes": sizes, "pdfVersion": r.GetPdfVersion(), "tagged": r.GetTagged(),
 		"encrypted": r.GetEncrypted(), "pdfa": pdfa, "pdfua": pdfua, "lang": r.GetLang(), "metadata": metadata,
-		"fonts": fonts, "attachments": files,
+		"fonts": fonts, "attachments": files, "signatures": sigs,
 	}
+}
+
+// nullIfEmpty is s, or JSON null for "".
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }
