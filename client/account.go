@@ -162,6 +162,9 @@ type Account struct {
 	Disabled  bool         `json:"disabled"`
 	CreatedAt time.Time    `json:"createdAt"`
 	Usage     AccountUsage `json:"usage"`
+	// SigningIdentities are the operator's signing identities the
+	// account may sign with (DESIGN §8), sorted; AdminSetSigning sets them.
+	SigningIdentities []string `json:"signingIdentities"`
 }
 
 // AccountUsage is an account's usage this month.
@@ -218,6 +221,27 @@ func (c *Client) AdminPatchAccount(ctx context.Context, id string, p AccountPatc
 		return nil, err
 	}
 	a, err := getData[Account](ctx, c, &request{method: http.MethodPatch, path: "/api/admin/accounts/" + esc, auth: authAdmin, body: body})
+	return &a, err
+}
+
+// AdminSetSigning sets the signing identities an account may use, replacing
+// those it had; none takes every one away (PUT
+// /api/admin/accounts/:id/signing; needs the admin token). Each must be an
+// identity of the service's DOCRENDER_SIGNING_DIR: an unknown one, or
+// signing off, is a 400 *Error naming the field.
+func (c *Client) AdminSetSigning(ctx context.Context, accountID string, identities []string) (*Account, error) {
+	esc, err := pathEscape(accountID)
+	if err != nil {
+		return nil, err
+	}
+	if identities == nil {
+		identities = []string{} // the service wants a list: [] grants none
+	}
+	body, err := jsonBody(map[string][]string{"identities": identities})
+	if err != nil {
+		return nil, err
+	}
+	a, err := getData[Account](ctx, c, &request{method: http.MethodPut, path: "/api/admin/accounts/" + esc + "/signing", auth: authAdmin, body: body})
 	return &a, err
 }
 
