@@ -43,7 +43,7 @@ func (w *Worker) handleMerge(ctx context.Context, job *jobspb.Job) (*jobspb.Resu
 	tracing.End(span, err)
 	out := merged.Bytes()
 	if err == nil && mj.Watermark != nil {
-		out, err = w.stampWatermark(ctx, out, mj.Watermark)
+		out, err = w.stampWatermark(ctx, out, mj.Watermark, mj.Record)
 	}
 	if res, err := editFailure(err); res != nil || err != nil {
 		return res, err

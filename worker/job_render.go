@@ -45,7 +45,8 @@ func (w *Worker) handleRender(ctx context.Context, job *jobspb.Job, rj *jobspb.R
 	case errors.Is(err, render.ErrTimeout):
 		return failure(jobspb.ErrorKind_ERROR_KIND_TIMEOUT, timeoutMessage(err, timeout)), nil
 	case errors.As(err, &failedCheck):
-		// failOnConsoleErrors, failOnResourceErrors (DESIGN §6): no PDF.
+		// failOnConsoleErrors, failOnResourceErrors (DESIGN §6),
+		// failOnAccessibilityErrors (§8): no PDF.
 		return checkFailure(failedCheck), nil
 	case errors.Is(err, render.ErrPage):
 		return failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, "The HTML could not be rendered."), nil
@@ -54,7 +55,7 @@ func (w *Worker) handleRender(ctx context.Context, job *jobspb.Job, rj *jobspb.R
 	}
 	if rj.Watermark != nil {
 		// Generate and every batch document (DESIGN §4.17): stamped after printing.
-		if pdf, err = w.stampWatermark(ctx, pdf, rj.Watermark); err != nil {
+		if pdf, err = w.stampWatermark(ctx, pdf, rj.Watermark, rj.Record); err != nil {
 			return renderedWatermarkFailure(err)
 		}
 	}

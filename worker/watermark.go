@@ -21,8 +21,10 @@ var errWatermarkGone = errors.New("worker: the watermark image is gone")
 // stampWatermark returns pdf with wm stamped on the pages it selects
 // (DESIGN §4.17). An image named by ImageKey is read from the blob store
 // first; image_png inline (jobs of older gateways) is still accepted.
+// For a document of record (rec asks for PDF/A or PDF/UA, DESIGN §8) the
+// text is set in an embedded font (pdfedit.WatermarkOptions.Record).
 // Errors are pdfedit's or errWatermarkGone, for editFailure to sort.
-func (w *Worker) stampWatermark(ctx context.Context, pdf []byte, wm *jobspb.Watermark) (_ []byte, err error) {
+func (w *Worker) stampWatermark(ctx context.Context, pdf []byte, wm *jobspb.Watermark, rec *jobspb.Record) (_ []byte, err error) {
 	ctx, span := tracing.Child(ctx, "watermark")
 	defer func() { tracing.End(span, err) }()
 	wm, err = w.loadWatermark(ctx, wm)
@@ -31,10 +33,18 @@ func (w *Worker) stampWatermark(ctx context.Context, pdf []byte, wm *jobspb.Wate
 	}
 	var out bytes.Buffer
 	out.Grow(len(pdf) + 4096)
-	if err := pdfedit.Watermark(ctx, bytes.NewReader(pdf), &out, wm); err != nil {
+	opts := pdfedit.WatermarkOptions{Record: ofRecord(rec)}
+	if err := pdfedit.WatermarkWith(ctx, bytes.NewReader(pdf), &out, wm, opts); err != nil {
 		return nil, fmt.Errorf("worker: watermark: %w", err)
 	}
 	return out.Bytes(), nil
+}
+
+// ofRecord reports whether rec asks for a document of record whose every
+// font must be embedded: PDF/A (an e-invoice's is, the gateway sets it) or
+// PDF/UA.
+func ofRecord(rec *jobspb.Record) bool {
+	return rec.GetPdfa() != "" || rec.GetPdfua()
 }
 
 // loadWatermark reads the image of wm's ImageKey, bounded like an inline

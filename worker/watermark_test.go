@@ -90,7 +90,7 @@ func TestStampWatermarkImageByKey(t *testing.T) {
 
 	byKey := imageWM()
 	byKey.ImageKey = key
-	out, err := w.stampWatermark(ctx, pdf, byKey)
+	out, err := w.stampWatermark(ctx, pdf, byKey, nil)
 	if err != nil {
 		t.Fatalf("by key: %v", err)
 	}
@@ -103,7 +103,7 @@ func TestStampWatermarkImageByKey(t *testing.T) {
 
 	inline := imageWM()
 	inline.ImagePng = img
-	if out, err := w.stampWatermark(ctx, pdf, inline); err != nil || !hasImage(out) {
+	if out, err := w.stampWatermark(ctx, pdf, inline, nil); err != nil || !hasImage(out) {
 		t.Fatalf("inline: image stamped %v, %v", err == nil && hasImage(out), err)
 	}
 }
@@ -138,7 +138,7 @@ func TestStampWatermarkImageByKeyRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			wm := imageWM()
 			wm.ImageKey, wm.ImagePng = tc.key, tc.inline
-			_, err := w.stampWatermark(ctx, onePagePDF(), wm)
+			_, err := w.stampWatermark(ctx, onePagePDF(), wm, nil)
 			if err == nil {
 				t.Fatal("stamped")
 			}
@@ -161,14 +161,14 @@ func TestStampWatermarkImageByKeyStore(t *testing.T) {
 	wm.ImageKey = "k"
 
 	w := &Worker{blobs: brokenStore{}}
-	_, err := w.stampWatermark(ctx, onePagePDF(), wm)
+	_, err := w.stampWatermark(ctx, onePagePDF(), wm, nil)
 	if res, rerr := editFailure(err); res != nil || !errors.Is(rerr, errBroken) {
 		t.Fatalf("unreachable store sorted as %v, %v; want the error, to retry", res, rerr)
 	}
 
 	endless := &endlessReader{}
 	w = &Worker{blobs: endlessStore{r: endless}}
-	_, err = w.stampWatermark(ctx, onePagePDF(), wm)
+	_, err = w.stampWatermark(ctx, onePagePDF(), wm, nil)
 	if res, _ := editFailure(err); res == nil || res.ErrorKind != jobspb.ErrorKind_ERROR_KIND_BAD_INPUT {
 		t.Fatalf("endless image sorted as %v (%v)", res, err)
 	}
@@ -243,4 +243,51 @@ func (r *endlessReader) Read(p []byte) (int, error) {
 	clear(p)
 	r.read += len(p)
 	return len(p), nil
+}
+
+// A text watermark on a document of record is set in an embedded font and
+// its optional content configured as PDF/A asks, so the PDF/A the job
+// asks for passes the conformance check after the watermark; the stamp as
+// it is without a record fails it, naming 6.2.11.4.1-1 (Helvetica is not
+// embedded) and 6.9-4 (pdfcpu's AS). Text or image alike.
+func TestStampWatermarkForRecord(t *testing.T) {
+	ctx := context.Background()
+	w, _ := testWorker(t)
+	text := &jobspb.Watermark{Text: "ENTWURF – Łódź", FontSize: 48, Color: "#888888", Opacity: 0.3, Rotation: 45, Position: "center", Pages: "all"}
+	image := imageWM()
+	image.ImagePng = testPNG(t)
+	rec := &jobspb.Record{Pdfa: "2u"}
+	tests := []struct {
+		name      string
+		wm        *jobspb.Watermark
+		stampFor  *jobspb.Record
+		wantRules []string // none: passes
+	}{
+		{"text, record", text, rec, nil},
+		{"text, pdfua", text, &jobspb.Record{Pdfua: true}, nil},
+		{"image, record", image, rec, nil},
+		{"text, as without a record", text, nil, []string{"6.2.11.4.1-1", "6.9-4"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			stamped, err := w.stampWatermark(ctx, onePagePDF(), tc.wm, tc.stampFor)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = w.finishDocument(ctx, stamped, &jobspb.DocInfo{Title: "Draft"}, nil, rec)
+			var ce *conformanceError
+			switch {
+			case tc.wantRules == nil && err != nil:
+				t.Fatalf("finishDocument: %v", err)
+			case tc.wantRules == nil:
+			case !errors.As(err, &ce):
+				t.Fatalf("err %v, want a conformance error naming %s", err, tc.wantRules)
+			}
+			for _, rule := range tc.wantRules {
+				if !strings.Contains(err.Error(), rule) {
+					t.Errorf("err %v, want %s", err, rule)
+				}
+			}
+		})
+	}
 }
