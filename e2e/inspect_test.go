@@ -24,6 +24,14 @@ type inspectReport struct {
 		Embedded bool   `json:"embedded"`
 	} `json:"fonts"`
 	Attachments []json.RawMessage `json:"attachments"`
+	Signatures  []struct {
+		Signer              string `json:"signer"`
+		SignedAt            string `json:"signedAt"`
+		Level               string `json:"level"`
+		CoversWholeDocument bool   `json:"coversWholeDocument"`
+		Valid               bool   `json:"valid"`
+		Reason              string `json:"reason"`
+	} `json:"signatures"`
 }
 
 func (c *client) inspect(files ...file) *http.Response {

@@ -109,6 +109,10 @@ func editRecord(pc *model.Context, entries map[string]string, rec *jobspb.Record
 		if err := prepare(pc); err != nil {
 			return err
 		}
+		if rec.GetPdfa() != "" {
+			// The signature box's font is new: its CIDSet goes too.
+			dropCIDSets(pc)
+		}
 	}
 	if withXMP(rec) {
 		return setXMP(pc, rec, now)
@@ -269,6 +273,20 @@ func conformPDFA(pc *model.Context, root types.Dict) error {
 		}
 	}
 	return nil
+}
+
+// dropCIDSets removes every font descriptor's CIDSet: optional, and
+// PDF/A-2 6.2.11.4.2 wants it complete, which subsetting writers (Skia,
+// pdfcpu) do not promise.
+func dropCIDSets(pc *model.Context) {
+	for _, e := range pc.Table {
+		if e == nil || e.Free {
+			continue
+		}
+		if d, ok := e.Object.(types.Dict); ok && nameOf(d, "Type") == "FontDescriptor" {
+			delete(d, "CIDSet")
+		}
+	}
 }
 
 // conformDict fixes one dictionary of the file for PDF/A by what it is.
