@@ -129,6 +129,7 @@ func TestBodyLimit(t *testing.T) {
 		{s, "/pdf/generate", 50 << 20},
 		{s, "/pdf/merge", 50 << 20},
 		{s, "/pdf/generate-batch", 50 << 20},
+		{s, "/pdf/inspect", 50 << 20}, // a PDF as large as merge takes
 		{small, "/api/keys", 4 << 10},
 	}
 	for _, tc := range tests {
