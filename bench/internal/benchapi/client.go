@@ -124,6 +124,32 @@ func (a *Client) Send(method, path, contentType string, body io.Reader) ([]byte,
 	return data, nil
 }
 
+// SendAuth is Send with an Authorization header instead of the API key
+// (an admin's bearer token) and a JSON body (nil: none).
+func (a *Client) SendAuth(method, path, authorization string, body []byte) ([]byte, error) {
+	req, err := http.NewRequest(method, a.Base+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Authorization", authorization)
+	resp, err := a.HTTP.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s %s: %d %.300s", method, path, resp.StatusCode, data)
+	}
+	return data, nil
+}
+
 // Generate renders one document through /pdf/generate.
 func (a *Client) Generate(html string) error {
 	_, err := a.GenerateWith(html, "")

@@ -115,6 +115,13 @@ ess_cert_id_alg = sha256
 // nil, the query that edit makes of the one it gets.
 func TSAServer(tb testing.TB, p *PKI, edit func([]byte) []byte) *httptest.Server {
 	tb.Helper()
+	srv := NewTSA(p, edit)
+	tb.Cleanup(srv.Close)
+	return srv
+}
+
+// NewTSA is TSAServer for a program (the bench): the caller closes it.
+func NewTSA(p *PKI, edit func([]byte) []byte) *httptest.Server {
 	var mu sync.Mutex // the serial file
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q, err := io.ReadAll(io.LimitReader(r.Body, 1<<16))
@@ -151,6 +158,5 @@ func TSAServer(tb testing.TB, p *PKI, edit func([]byte) []byte) *httptest.Server
 		w.Header().Set("Content-Type", "application/timestamp-reply")
 		w.Write(resp)
 	}))
-	tb.Cleanup(srv.Close)
 	return srv
 }
