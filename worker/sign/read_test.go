@@ -27,7 +27,7 @@ func aSignedPDF(t testing.TB) []byte {
 	t.Helper()
 	signedOnce.Do(func() {
 		p := testPKI(t)
-		ids, err := LoadDir(p.ids)
+		ids, err := LoadDir(p.IDs)
 		if err != nil {
 			t.Fatal(err)
 		}

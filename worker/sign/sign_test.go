@@ -19,7 +19,7 @@ import (
 func loadIDs(t *testing.T) (*pki, map[string]*Identity) {
 	t.Helper()
 	p := testPKI(t)
-	ids, err := LoadDir(p.ids)
+	ids, err := LoadDir(p.IDs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestLoadDir(t *testing.T) {
 	if len(ids) != 2 {
 		t.Errorf("loaded %d identities, want 2", len(ids))
 	}
-	names, err := Names(p.ids)
+	names, err := Names(p.IDs)
 	if err != nil || strings.Join(names, ",") != "acme,acme-ec" {
 		t.Errorf("Names = %v, %v", names, err)
 	}
@@ -54,7 +54,7 @@ func TestLoadDir(t *testing.T) {
 	if n, err := Names(""); err != nil || len(n) != 0 {
 		t.Errorf(`Names("") = %v, %v`, n, err)
 	}
-	if _, err := LoadDir(filepath.Join(p.dir, "absent")); err == nil {
+	if _, err := LoadDir(filepath.Join(p.Dir, "absent")); err == nil {
 		t.Error("LoadDir of a missing directory: no error")
 	}
 }
@@ -65,7 +65,7 @@ func TestLoadDirFormats(t *testing.T) {
 	p := testPKI(t)
 	dir := t.TempDir()
 	cp := func(from, to string) {
-		b, err := os.ReadFile(filepath.Join(p.dir, from))
+		b, err := os.ReadFile(filepath.Join(p.Dir, from))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,10 +74,10 @@ func TestLoadDirFormats(t *testing.T) {
 		}
 	}
 	cp("rsa.crt", "pkcs1.crt")
-	run(t, p.dir, "openssl", "rsa", "-in", "rsa.key", "-traditional", "-out", filepath.Join(dir, "pkcs1.key"))
+	run(t, p.Dir, "openssl", "rsa", "-in", "rsa.key", "-traditional", "-out", filepath.Join(dir, "pkcs1.key"))
 	cp("ec.crt", "sec1.crt")
-	run(t, p.dir, "openssl", "ec", "-in", "ids/acme-ec.key", "-out", filepath.Join(dir, "sec1.key"))
-	run(t, p.dir, "openssl", "pkcs12", "-export", "-legacy", "-in", "rsa.crt", "-inkey", "rsa.key", "-out", filepath.Join(dir, "legacy.p12"), "-passout", "pass:x")
+	run(t, p.Dir, "openssl", "ec", "-in", "ids/acme-ec.key", "-out", filepath.Join(dir, "sec1.key"))
+	run(t, p.Dir, "openssl", "pkcs12", "-export", "-legacy", "-in", "rsa.crt", "-inkey", "rsa.key", "-out", filepath.Join(dir, "legacy.p12"), "-passout", "pass:x")
 	if err := os.WriteFile(filepath.Join(dir, "legacy.pass"), []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestLoadDirFormats(t *testing.T) {
 func TestLoadDirErrors(t *testing.T) {
 	p := testPKI(t)
 	read := func(name string) []byte {
-		b, err := os.ReadFile(filepath.Join(p.dir, name))
+		b, err := os.ReadFile(filepath.Join(p.Dir, name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,7 +218,7 @@ func TestSign(t *testing.T) {
 				t.Fatal(err)
 			}
 			run(t, dir, "openssl", "cms", "-verify", "-binary", "-inform", "DER", "-in", "out.pdf.sig0", "-content", "content",
-				"-CAfile", p.caCrt, "-purpose", "any", "-out", os.DevNull)
+				"-CAfile", p.CACrt, "-purpose", "any", "-out", os.DevNull)
 			printed := run(t, dir, "openssl", "cms", "-cmsout", "-print", "-inform", "DER", "-in", "out.pdf.sig0")
 			if !strings.Contains(printed, "signingCertificateV2") {
 				t.Error("no signing-certificate-v2 attribute")
@@ -242,7 +242,7 @@ func TestSign(t *testing.T) {
 				token, sigValue := tokenOf(t, filepath.Join(dir, "out.pdf.sig0"))
 				os.WriteFile(filepath.Join(dir, "tst.der"), token, 0o600)
 				os.WriteFile(filepath.Join(dir, "sigvalue"), sigValue, 0o600)
-				run(t, dir, "openssl", "ts", "-verify", "-in", "tst.der", "-token_in", "-data", "sigvalue", "-CAfile", p.caCrt)
+				run(t, dir, "openssl", "ts", "-verify", "-in", "tst.der", "-token_in", "-data", "sigvalue", "-CAfile", p.CACrt)
 			}
 			run(t, dir, "qpdf", "--check", "out.pdf")
 			if tc.sig.Visible != nil {
