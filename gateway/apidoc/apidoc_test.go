@@ -348,3 +348,54 @@ func TestWatermarkLimitsArePdfopts(t *testing.T) {
 		t.Errorf("openapi.json's Watermark: %s\npdfopts:                   %s", got, want)
 	}
 }
+
+// TestRecordOptionsArePdfopts holds the document's DESIGN §8 options to
+// the gateway's parsing (pdfopts): every enum value the document lists is
+// accepted, a value it does not list is refused, and the limits agree.
+func TestRecordOptionsArePdfopts(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]struct {
+					Enum     []string `json:"enum"`
+					MaxItems *int     `json:"maxItems"`
+				} `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(Raw(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	rec := doc.Components.Schemas["RecordOptions"].Properties
+	try := func(js string) error {
+		var r pdfopts.RecordRaw
+		if err := json.Unmarshal([]byte(js), &r); err != nil {
+			t.Fatal(err)
+		}
+		_, err := r.Validate()
+		return err
+	}
+	check := func(field string, enum []string, js func(string) string, bad string) {
+		if len(enum) == 0 {
+			t.Errorf("%s: the document lists no values", field)
+		}
+		for _, v := range enum {
+			if err := try(js(v)); err != nil {
+				t.Errorf("%s %q, listed by the document, is refused: %v", field, v, err)
+			}
+		}
+		if try(js(bad)) == nil {
+			t.Errorf("%s %q, not listed, is accepted", field, bad)
+		}
+	}
+	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	check("pdfa", rec["pdfa"].Enum, func(v string) string { return `{"pdfa":` + q(v) + `}` }, "1b")
+	check("attachmentRelationship", rec["attachmentRelationship"].Enum, func(v string) string { return `{"attachmentRelationship":` + q(v) + `}` }, "Parent")
+	check("einvoice.profile", doc.Components.Schemas["EInvoice"].Properties["profile"].Enum,
+		func(v string) string { return `{"einvoice":{"profile":` + q(v) + `}}` }, "COMFORT")
+	check("sign.level", doc.Components.Schemas["Signature"].Properties["level"].Enum,
+		func(v string) string { return `{"sign":{"identity":"acme","level":` + q(v) + `}}` }, "B-LTA")
+	if m := rec["attachments"].MaxItems; m == nil || *m != pdfopts.MaxAttachments {
+		t.Errorf("attachments maxItems %v, pdfopts %d", m, pdfopts.MaxAttachments)
+	}
+}
