@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -350,6 +351,16 @@ func TestRecordInBatchAndMerge(t *testing.T) {
 	e = expectError(t, c.merge([]file{pdfFile("a.pdf", a), pdfFile("helvetica.pdf", helveticaPDF())}, map[string]any{"pdfa": "2b"}), 422, "RENDER_CHECK_FAILED")
 	if !strings.Contains(e.Message, "6.2.11.4.1") {
 		t.Errorf("unembedded font: %q names no rule", e.Message)
+	}
+	details, _ := e.Raw["details"].([]any)
+	found := false
+	for _, d := range details {
+		if m, _ := d.(map[string]any); m["kind"] == "pdfa" && strings.HasPrefix(fmt.Sprint(m["message"]), "6.2.11.4.1-1") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("details %v list no pdfa 6.2.11.4.1-1", details)
 	}
 }
 

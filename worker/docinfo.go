@@ -173,7 +173,12 @@ func finishFailure(err error) (*jobspb.Result, error) {
 	var conf *conformanceError
 	switch {
 	case errors.As(err, &conf):
-		return failure(jobspb.ErrorKind_ERROR_KIND_CHECK_FAILED, sentence(conf.Error())), nil
+		res := failure(jobspb.ErrorKind_ERROR_KIND_CHECK_FAILED, sentence(conf.Error()))
+		res.Report = &jobspb.Report{}
+		for _, v := range conf.violations {
+			res.Report.ConformanceViolations = append(res.Report.ConformanceViolations, v.String())
+		}
+		return res, nil
 	case !errors.As(err, &step):
 		return nil, err
 	case errors.As(err, &opt):

@@ -104,11 +104,19 @@ func checkFailed(res *jobspb.Result) *apierr.Error {
 	for _, img := range r.GetImagesWithoutAlt() {
 		details = append(details, accessibilityDetail(img))
 	}
+	hint := "Fix what details lists, or turn failOnConsoleErrors / failOnResourceErrors / failOnAccessibilityErrors off."
+	for _, v := range r.GetConformanceViolations() {
+		kind := "pdfa"
+		if strings.HasPrefix(v, "UA ") {
+			kind = "pdfua"
+		}
+		details = append(details, checkDetail{Kind: kind, Message: v})
+		hint = "The input cannot be made the PDF/A or PDF/UA level asked for (details names veraPDF's rules): fix the input (embed its fonts, tag it), or ask for no level."
+	}
 	if details == nil {
 		details = []checkDetail{}
 	}
-	e := &apierr.Error{Status: http.StatusUnprocessableEntity, Code: apierr.RenderCheckFailed, Message: res.ErrorMessage,
-		Hint: "Fix what details lists, or turn failOnConsoleErrors / failOnResourceErrors / failOnAccessibilityErrors off."}
+	e := &apierr.Error{Status: http.StatusUnprocessableEntity, Code: apierr.RenderCheckFailed, Message: res.ErrorMessage, Hint: hint}
 	e.Extra = map[string]any{"details": details}
 	return e
 }

@@ -2040,6 +2040,9 @@ type Report struct {
 	// DESIGN §8 (PDF/UA): images without alternative text, by src (the first 100).
 	ImagesWithoutAlt      []string `protobuf:"bytes,9,rep,name=images_without_alt,json=imagesWithoutAlt,proto3" json:"images_without_alt,omitempty"`
 	ImagesWithoutAltTotal int32    `protobuf:"varint,10,opt,name=images_without_alt_total,json=imagesWithoutAltTotal,proto3" json:"images_without_alt_total,omitempty"`
+	// DESIGN §8: why the document is not the PDF/A or PDF/UA asked for, each
+	// "rule: object: message" (veraPDF's rule IDs; "UA …" for PDF/UA).
+	ConformanceViolations []string `protobuf:"bytes,11,rep,name=conformance_violations,json=conformanceViolations,proto3" json:"conformance_violations,omitempty"`
 	unknownFields         protoimpl.UnknownFields
 	sizeCache             protoimpl.SizeCache
 }
@@ -2142,6 +2145,13 @@ func (x *Report) GetImagesWithoutAltTotal() int32 {
 		return x.ImagesWithoutAltTotal
 	}
 	return 0
+}
+
+func (x *Report) GetConformanceViolations() []string {
+	if x != nil {
+		return x.ConformanceViolations
+	}
+	return nil
 }
 
 type Result struct {
@@ -2732,7 +2742,7 @@ const file_jobs_proto_rawDesc = "" +
 	"\rFailedRequest\x12\x10\n" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\x05R\x06status\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error\"\xb9\x03\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"\xf0\x03\n" +
 	"\x06Report\x12\x14\n" +
 	"\x05pages\x18\x01 \x01(\x05R\x05pages\x12\x1b\n" +
 	"\trender_ms\x18\x02 \x01(\x03R\brenderMs\x12)\n" +
@@ -2744,7 +2754,8 @@ const file_jobs_proto_rawDesc = "" +
 	"\x14console_errors_total\x18\b \x01(\x05R\x12consoleErrorsTotal\x12,\n" +
 	"\x12images_without_alt\x18\t \x03(\tR\x10imagesWithoutAlt\x127\n" +
 	"\x18images_without_alt_total\x18\n" +
-	" \x01(\x05R\x15imagesWithoutAltTotal\"\xf5\x02\n" +
+	" \x01(\x05R\x15imagesWithoutAltTotal\x125\n" +
+	"\x16conformance_violations\x18\v \x03(\tR\x15conformanceViolations\"\xf5\x02\n" +
 	"\x06Result\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12;\n" +
 	"\n" +
