@@ -76,9 +76,40 @@ func UploadDir(dir string) ([]Upload, error) {
 	return ups, nil
 }
 
-// multipartBody makes a re-sendable multipart body: each call streams the
-// fields and files anew through a pipe, so no file sits whole in memory.
+// Form parts of DESIGN §8 on generate and merge.
+const (
+	partFiles       = "files"
+	partAttachments = "attachments"
+	partEInvoiceXML = "factur-x.xml"
+)
+
+// formFile is an upload under a form field.
+type formFile struct {
+	field string
+	// defaultType is the content type when the upload has none; empty:
+	// guessed from the name.
+	defaultType string
+	Upload
+}
+
+// asParts are files under field.
+func asParts(field, defaultType string, files []Upload) []formFile {
+	out := make([]formFile, len(files))
+	for i, f := range files {
+		out[i] = formFile{field: field, defaultType: defaultType, Upload: f}
+	}
+	return out
+}
+
+// multipartBody makes a re-sendable multipart body of fields and of files
+// under "files".
 func multipartBody(fields [][2]string, files []Upload) func() (io.ReadCloser, string, error) {
+	return multipartParts(fields, asParts(partFiles, "", files))
+}
+
+// multipartParts makes a re-sendable multipart body: each call streams the
+// fields and files anew through a pipe, so no file sits whole in memory.
+func multipartParts(fields [][2]string, files []formFile) func() (io.ReadCloser, string, error) {
 	return func() (io.ReadCloser, string, error) {
 		pr, pw := io.Pipe()
 		w := multipart.NewWriter(pw)
@@ -89,7 +120,7 @@ func multipartBody(fields [][2]string, files []Upload) func() (io.ReadCloser, st
 	}
 }
 
-func writeMultipart(w *multipart.Writer, fields [][2]string, files []Upload) error {
+func writeMultipart(w *multipart.Writer, fields [][2]string, files []formFile) error {
 	for _, f := range fields {
 		if err := w.WriteField(f[0], f[1]); err != nil {
 			return err
@@ -103,9 +134,25 @@ func writeMultipart(w *multipart.Writer, fields [][2]string, files []Upload) err
 	return w.Close()
 }
 
+// recordParts are a generate's or merge's §8 uploads: each attachment
+// under "attachments" (without a content type, application/octet-stream:
+// the service then picks one by the name's extension, from a fixed table)
+// and the e-invoice's XML as the part "factur-x.xml".
+func recordParts(attachments []Upload, einvoiceXML *Upload) []formFile {
+	parts := asParts(partAttachments, "application/octet-stream", attachments)
+	if einvoiceXML != nil {
+		x := *einvoiceXML
+		if x.Name == "" {
+			x.Name = partEInvoiceXML
+		}
+		parts = append(parts, formFile{field: partEInvoiceXML, defaultType: "text/xml", Upload: x})
+	}
+	return parts
+}
+
 var quoteEscaper = strings.NewReplacer("\\", "\\\\", `"`, "\\\"")
 
-func writeFilePart(w *multipart.Writer, f Upload) error {
+func writeFilePart(w *multipart.Writer, f formFile) error {
 	if f.Open == nil {
 		return fmt.Errorf("docrender: upload %q has no content", f.Name)
 	}
@@ -113,8 +160,11 @@ func writeFilePart(w *multipart.Writer, f Upload) error {
 	// The full relative path goes in filename: it is how the HTML finds
 	// its assets (multipart.Writer.CreateFormFile would keep it too, but
 	// not the content type).
-	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="files"; filename="%s"`, quoteEscaper.Replace(f.Name)))
+	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="%s"; filename="%s"`, quoteEscaper.Replace(f.field), quoteEscaper.Replace(f.Name)))
 	ct := f.ContentType
+	if ct == "" {
+		ct = f.defaultType
+	}
 	if ct == "" {
 		ct = mime.TypeByExtension(path.Ext(f.Name))
 	}
@@ -290,6 +340,14 @@ type GenerateRequest struct {
 	Files   []Upload
 	URL     string
 	Options *PDFOptions
+	// Attachments are files to embed in the PDF (DESIGN §8), uploaded as
+	// form parts named "attachments": each Upload's Name is the embedded
+	// file's name, its ContentType the file's MIME type (empty: chosen by
+	// the service from the name). Only a PDF/A-3 (or no PDF/A) takes them.
+	Attachments []Upload
+	// EInvoiceXML is a Factur-X / ZUGFeRD invoice's XML, uploaded as the
+	// form part "factur-x.xml"; Options.EInvoice names its profile.
+	EInvoiceXML *Upload
 	// IdempotencyKey, when set, makes a repeat of this request (a retry
 	// after a lost connection or a 500, by this client or a later run)
 	// answered with the first one's PDF, charged once (DESIGN §4.20): a
@@ -310,7 +368,7 @@ func (r GenerateRequest) body(host bool) (func() (io.ReadCloser, string, error),
 	if r.URL != "" {
 		fields = append(fields, [2]string{"url", r.URL})
 	}
-	return multipartBody(fields, r.Files), nil
+	return multipartParts(fields, append(asParts(partFiles, "", r.Files), recordParts(r.Attachments, r.EInvoiceXML)...)), nil
 }
 
 // Generate renders a PDF (POST /pdf/generate) and returns it.
@@ -358,6 +416,10 @@ func (c *Client) postFormHosted(ctx context.Context, path string, f form) (*Host
 type MergeRequest struct {
 	Files   []Upload
 	Options *MergeOptions
+	// Attachments and EInvoiceXML: as GenerateRequest's, embedded in the
+	// merged PDF.
+	Attachments []Upload
+	EInvoiceXML *Upload
 	// IdempotencyKey: as GenerateRequest's.
 	IdempotencyKey string
 }
@@ -372,7 +434,7 @@ func (r MergeRequest) body(host bool) (func() (io.ReadCloser, string, error), er
 	if err != nil {
 		return nil, err
 	}
-	return multipartBody(fields, r.Files), nil
+	return multipartParts(fields, append(asParts(partFiles, "", r.Files), recordParts(r.Attachments, r.EInvoiceXML)...)), nil
 }
 
 // Merge merges PDFs (POST /pdf/merge) and returns the result.

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"net/http"
+	"time"
 )
 
 // InspectReport is what POST /pdf/inspect says of a PDF (DESIGN §8).
@@ -23,6 +24,9 @@ type InspectReport struct {
 	Metadata    map[string]string `json:"metadata"`
 	Fonts       []Font            `json:"fonts"`
 	Attachments []Attachment      `json:"attachments"`
+	// Signatures are the file's signatures, each checked over the bytes it
+	// signs (integrity, not trust in the signer); none for an encrypted file.
+	Signatures []SignatureInfo `json:"signatures"`
 }
 
 // PageSize is a page's width and height in points.
@@ -54,6 +58,23 @@ type Attachment struct {
 	Size         int64  `json:"size"`
 	MimeType     string `json:"mimeType"`
 	Relationship string `json:"relationship"`
+}
+
+// SignatureInfo is a signature of an inspected PDF.
+type SignatureInfo struct {
+	// Signer is the signing certificate's common name (else its subject).
+	Signer string `json:"signer"`
+	// SignedAt is the time stamp's time (B-T), else the time the signature
+	// claims; nil when it claims none.
+	SignedAt *time.Time `json:"signedAt"`
+	// Level is the PAdES level, "B-B" or "B-T"; empty when the signature
+	// is not PAdES.
+	Level string `json:"level"`
+	// CoversWholeDocument: nothing was added to the file after signing.
+	CoversWholeDocument bool `json:"coversWholeDocument"`
+	// Valid: the signature verifies over the signed bytes.
+	Valid  bool   `json:"valid"`
+	Reason string `json:"reason"`
 }
 
 // Inspect asks what a PDF is and claims (POST /pdf/inspect); it counts no

@@ -49,8 +49,9 @@ func (o PDFOptions) MarshalJSON() ([]byte, error) {
 	return withExtra(plain(o), o.Extra)
 }
 
-// PrintOptions are DESIGN §6's print options. A batch document may carry
-// its own, which replace the batch's field by field.
+// PrintOptions are DESIGN §6's print options, and §8's RecordOptions. A
+// batch document may carry its own, which replace the batch's field by
+// field.
 type PrintOptions struct {
 	// HeaderTemplate and FooterTemplate are HTML printed in the top and
 	// bottom margins; elements of class pageNumber, totalPages, title,
@@ -95,6 +96,10 @@ type PrintOptions struct {
 	UserAgent        string            `json:"userAgent,omitempty"`
 	// Report puts report.json into a batch's ZIP.
 	Report bool `json:"report,omitempty"`
+
+	// RecordOptions: PDF/A, PDF/UA, language, attachments, e-invoice,
+	// signature (DESIGN §8).
+	RecordOptions
 }
 
 // Margin is a page's margins, lengths with a unit ("2cm", "0.5in", "40px").
@@ -182,6 +187,10 @@ type MergeOptions struct {
 	Metadata  *Metadata  `json:"metadata,omitempty"`
 	// Encryption locks the merged PDF.
 	Encryption *Encryption `json:"encryption,omitempty"`
+	// RecordOptions apply to the merged PDF, whatever its inputs: a PDF/A
+	// is one whatever the inputs were (an input's font that is not
+	// embedded makes it fail with a 422 naming the rule).
+	RecordOptions
 	// Extra is sent as more fields of the options object.
 	Extra map[string]any `json:"-"`
 }
