@@ -3,6 +3,7 @@ package e2e
 import (
 	"archive/zip"
 	"bytes"
+	"compress/zlib"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -364,17 +366,78 @@ func TestRecordInBatchAndMerge(t *testing.T) {
 	}
 }
 
+// TestRecordBombs: a PDF carrying a 512 MiB flate bomb as an embedded
+// file, given to inspect and to a PDF/A-3 merge: nothing decodes the
+// attachment (the heap grows by far less than it would), the merge makes
+// it an associated file, the service serves on.
+func TestRecordBombs(t *testing.T) {
+	c := newClient(t, sharedService(t))
+	bomb := bombPDF(t, 512<<20)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	r := c.inspectReport(bomb)
+	if len(r.Attachments) != 1 || r.Pages != 1 {
+		t.Errorf("inspect: %+v", r)
+	}
+	resp := c.merge([]file{pdfFile("bomb.pdf", bomb), pdfFile("b.pdf", c.generatePDF(recordPage, nil))}, map[string]any{"pdfa": "3b"})
+	mustStatus(t, resp, http.StatusOK)
+	merged := readAll(t, resp)
+	runtime.ReadMemStats(&after)
+	if grew := (after.TotalAlloc - before.TotalAlloc) >> 20; grew > 256 {
+		t.Errorf("inspect and merge allocated %d MiB: the bomb was decoded", grew)
+	}
+	if x := meta(t, merged); !strings.Contains(x, "<pdfaid:part>3</pdfaid:part>") {
+		t.Errorf("merged: no PDF/A-3 claim")
+	}
+	var rels []string
+	for _, a := range c.inspectReport(merged).Attachments {
+		var at struct{ FileName, MimeType, Relationship string }
+		json.Unmarshal(a, &at)
+		rels = append(rels, at.FileName+" "+at.MimeType+" "+at.Relationship)
+	}
+	if len(rels) != 1 || rels[0] != "bomb.bin application/octet-stream Unspecified" {
+		t.Errorf("merged attachments %v", rels)
+	}
+	c.generatePDF("<p>still serving</p>", nil)
+}
+
+// bombPDF is a one-page PDF embedding a file of n zero bytes, flate
+// compressed to about a thousandth of that.
+func bombPDF(t testing.TB, n int) []byte {
+	t.Helper()
+	var z bytes.Buffer
+	zw, _ := zlib.NewWriterLevel(&z, zlib.BestCompression)
+	zero := make([]byte, 1<<20)
+	for range n >> 20 {
+		zw.Write(zero)
+	}
+	zw.Close()
+	content := "BT /F1 24 Tf 72 720 Td (bomb) Tj ET"
+	return rawPDF([]string{
+		"<< /Type /Catalog /Pages 2 0 R /Names << /EmbeddedFiles << /Names [(bomb.bin) 6 0 R] >> >> >>",
+		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+		"<< /Length " + strconv.Itoa(len(content)) + " >>\nstream\n" + content + "\nendstream",
+		"<< /Type /EmbeddedFile /Filter /FlateDecode /Length " + strconv.Itoa(z.Len()) + " >>\nstream\n" + z.String() + "\nendstream",
+		"<< /Type /Filespec /F (bomb.bin) /UF (bomb.bin) /EF << /F 5 0 R >> >>",
+	})
+}
+
 // helveticaPDF is a one-page PDF whose text is set in Helvetica, a font it
 // does not embed (as many PDF writers do).
 func helveticaPDF() []byte {
 	content := "BT /F1 24 Tf 72 720 Td (Helvetica, not embedded) Tj ET"
-	objs := []string{
+	return rawPDF([]string{
 		"<< /Type /Catalog /Pages 2 0 R >>",
 		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
 		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>",
 		"<< /Length " + strconv.Itoa(len(content)) + " >>\nstream\n" + content + "\nendstream",
 		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-	}
+	})
+}
+
+// rawPDF writes objs as objects 1… of a PDF with a classic xref table.
+func rawPDF(objs []string) []byte {
 	var b bytes.Buffer
 	b.WriteString("%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
 	offsets := make([]int, len(objs))

@@ -98,6 +98,9 @@ func editRecord(pc *model.Context, entries map[string]string, rec *jobspb.Record
 			if err := conformPDFA(pc, root); err != nil {
 				return err
 			}
+			if strings.HasPrefix(rec.Pdfa, "3") {
+				associateFiles(pc, root)
+			}
 		}
 		if rec.Pdfua {
 			if err := conformPDFUA(pc, root); err != nil {
@@ -286,6 +289,64 @@ func dropCIDSets(pc *model.Context) {
 		if d, ok := e.Object.(types.Dict); ok && nameOf(d, "Type") == "FontDescriptor" {
 			delete(d, "CIDSet")
 		}
+	}
+}
+
+// associateFiles makes every embedded file of a PDF/A-3 an associated
+// file (6.8-1…4), those a merged input brought too: a MIME type
+// (application/octet-stream when it has none), F and UF, an
+// AFRelationship (Unspecified: we cannot know it), and a place in the
+// catalog's AF.
+func associateFiles(pc *model.Context, root types.Dict) {
+	listed := map[int]bool{}
+	af, _ := pc.DereferenceArray(root["AF"])
+	for _, o := range af {
+		if r, ok := o.(types.IndirectRef); ok {
+			listed[r.ObjectNumber.Value()] = true
+		}
+	}
+	for nr, e := range pc.Table {
+		if e == nil || e.Free {
+			continue
+		}
+		fs, ok := e.Object.(types.Dict)
+		if !ok || fs["EF"] == nil || (nameOf(fs, "Type") != "Filespec" && nameOf(fs, "Type") != "F") {
+			continue
+		}
+		if fs["AFRelationship"] == nil {
+			fs.InsertName("AFRelationship", "Unspecified")
+		}
+		name := ""
+		for _, k := range []string{"UF", "F"} {
+			if v, err := pc.DereferenceStringOrHexLiteral(fs[k], model.V10, nil); err == nil && v != "" {
+				name = v
+				break
+			}
+		}
+		if name == "" {
+			name = "attachment"
+		}
+		for _, k := range []string{"F", "UF"} {
+			if fs[k] == nil {
+				if s, err := types.EscapedUTF16String(name); err == nil {
+					fs[k] = types.StringLiteral(*s)
+				}
+			}
+		}
+		if ef, err := pc.DereferenceDict(fs["EF"]); err == nil && ef != nil {
+			for _, k := range []string{"F", "UF"} {
+				if sd, _, err := pc.DereferenceStreamDict(ef[k]); err == nil && sd != nil && sd.Dict["Subtype"] == nil {
+					sd.InsertName("Subtype", "application/octet-stream")
+				}
+			}
+		}
+		if !listed[nr] {
+			af = append(af, *types.NewIndirectRef(nr, 0))
+			listed[nr] = true
+		}
+	}
+	if len(af) > 0 {
+		root["AF"] = af
 	}
 }
 
