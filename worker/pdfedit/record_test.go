@@ -34,7 +34,7 @@ func TestFinishMakesEachLevel(t *testing.T) {
 		{"3b einvoice", &jobspb.Record{Pdfa: "3b", Einvoice: &jobspb.EInvoice{Profile: "BASIC WL", Xml: []byte("<x/>")}}},
 		{"3u+ua attachments", &jobspb.Record{Pdfa: "3u", Pdfua: true, AttachmentRelationship: "Source",
 			Attachments: []*jobspb.Attachment{{FileName: "data.csv", MimeType: "text/csv", Data: []byte("a,b")}, {FileName: "Łódź.txt", MimeType: "text/plain", Description: "ünïcode"}},
-			Einvoice: &jobspb.EInvoice{Profile: "XRECHNUNG", Xml: []byte("<x/>")}}},
+			Einvoice:    &jobspb.EInvoice{Profile: "XRECHNUNG", Xml: []byte("<x/>")}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := pdfedit.Finish(context.Background(), in, pdfedit.RecordSpec{Info: info, Record: tc.rec})
