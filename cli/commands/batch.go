@@ -28,6 +28,7 @@ func runBatch(ctx context.Context, a *app, args []string) error {
 	key := fs.String("idempotency-key", "", "")
 	var opts multiFlag
 	fs.Var(&opts, "option", "")
+	rec := addRecordFlags(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -43,8 +44,17 @@ func runBatch(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := rec.apply(m); err != nil {
+		return err
+	}
+	if err := rec.inline(m); err != nil {
+		return err
+	}
 	docs, err := batchDocuments(pos[0])
 	if err != nil {
+		return err
+	}
+	if err := rec.documentInvoices(pos[0], docs, m); err != nil {
 		return err
 	}
 	// A key of this run's own at least: a start retried after a lost

@@ -62,10 +62,10 @@ type command struct {
 
 func commandList() []command {
 	return []command{
-		{"render", "FILE|DIR|URL [-o out.pdf] [--option k=v ...] [--host] [--idempotency-key K]", "render an HTML file, a folder (index.html and its assets) or a web page to PDF", runRender},
-		{"merge", "a.pdf b.pdf ... [-o out.pdf] [--option k=v ...] [--host] [--idempotency-key K]", "merge PDFs in the order given", runMerge},
-		{"batch", "DIR [-o out.zip] [--option k=v ...] [--host] [--progress auto|bar|plain|none] [--idempotency-key K]", "render every .html file of DIR into one ZIP, showing progress", runBatch},
-		{"inspect", "FILE", "say what a PDF is and claims (pages, sizes, tags, PDF/A and PDF/UA claims, fonts, attachments) as JSON", runInspect},
+		{"render", "FILE|DIR|URL [-o out.pdf] [--option k=v ...] [--pdfa LEVEL] [--pdfua] [--attach FILE ...] [--einvoice PROFILE --einvoice-xml FILE] [--sign IDENTITY] [--host] [--idempotency-key K]", "render an HTML file, a folder (index.html and its assets) or a web page to PDF", runRender},
+		{"merge", "a.pdf b.pdf ... [-o out.pdf] [--option k=v ...] [--pdfa LEVEL] [--attach FILE ...] [--sign IDENTITY] [--host] [--idempotency-key K]", "merge PDFs in the order given", runMerge},
+		{"batch", "DIR [-o out.zip] [--option k=v ...] [--pdfa LEVEL] [--attach FILE ...] [--einvoice PROFILE] [--sign IDENTITY] [--host] [--progress auto|bar|plain|none] [--idempotency-key K]", "render every .html file of DIR into one ZIP, showing progress", runBatch},
+		{"inspect", "FILE", "say what a PDF is and claims (pages, sizes, tags, PDF/A and PDF/UA claims, fonts, attachments, signatures) as JSON", runInspect},
 		{"qr", "TEXT [-o qr.png] [--size N] [--margin N] [--ecc L|M|Q|H] [--dark #000] [--light #fff]", "draw a QR code as a PNG", runQR},
 		{"files", "ls [--page N] [--limit N] [--json] | rm ID ...", "list or delete your hosted files (needs DOCRENDER_SESSION)", runFiles},
 		{"usage", "[--json]", "this month's conversions and hosted files against your plan (needs DOCRENDER_SESSION)", runUsage},
@@ -193,14 +193,14 @@ index.html finds css/site.css and img/logo.png by the links it has. A URL
                   send Idempotency-Key K: the same command run again within
                   24 hours gets the same PDF without a new render or charge
                   (a different request under K is refused)
-`,
+` + fmt.Sprintf(recordHelp, ""),
 	"merge": `  -o FILE         where to write the PDF (default merged.pdf, not overwritten if it
                   exists; - for standard output)
   --option k=v    fileName, userType, metadata.*, encryption.*, watermark.*
   --host          store the result behind an expiring link and print the link
   --idempotency-key K
                   as for render
-`,
+` + fmt.Sprintf(recordHelp, "; the merged PDF is a PDF/A (--pdfa) whatever\n                  the inputs, or fails naming the rule an input breaks"),
 	"batch": `Each .html (or .htm) file directly in DIR is one document, named after
 the file; a document's assets must be inline (data: URLs) or on the web.
 
@@ -216,7 +216,7 @@ the file; a document's assets must be inline (data: URLs) or on the web.
                   first run started. Without it each run sends a key of its
                   own, so that a start retried after a lost connection
                   starts one batch, not two
-`,
+` + fmt.Sprintf(recordHelp, " for the documents without their own:\n                  a document NAME.html's own is NAME.xml beside it"),
 	"qr": `  -o FILE         where to write the PNG (default qr.png; - for standard output)
   --size N        width and height in pixels, 32 to 2048 (default 200)
   --margin N      quiet zone in modules, 0 to 10 (default 1)
@@ -236,6 +236,30 @@ The password comes from DOCRENDER_PASSWORD, else from standard input.
   --key NAME      also create an API key of that name and print its export line
 `,
 }
+
+// recordHelp is the help of recordFlags; %s adds to --einvoice-xml's.
+const recordHelp = `
+documents of record (DESIGN §8; shorthands for --option, which they combine with):
+  --pdfa LEVEL    PDF/A: 2b, 2u, 3b or 3u (only 3b and 3u may embed files)
+  --pdfua         PDF/UA-1 (needs a title: <title> or --option metadata.title=...)
+  --lang TAG      the document language, BCP 47 (en, de-DE)
+  --attach FILE   embed FILE in the PDF, repeatable
+  --attachment-relationship R
+                  on a PDF/A-3: Data (default), Source, Alternative,
+                  Supplement or Unspecified
+  --einvoice PROFILE
+                  a Factur-X / ZUGFeRD invoice: MINIMUM, "BASIC WL", BASIC,
+                  "EN 16931", EXTENDED or XRECHNUNG (makes a PDF/A-3b)
+  --einvoice-xml FILE
+                  the invoice's CII XML%s
+  --sign IDENTITY sign (PAdES) with a signing identity the operator granted
+                  your account (not with encryption)
+  --sign-level L  B-B (default) or B-T (with a time stamp)
+  --sign-reason, --sign-location, --sign-contact TEXT
+                  the signature's reason, location and contact
+                  (a visible box: --option sign.visible.x=50 ...y, width,
+                  height, page, text; points from the page's bottom left)
+`
 
 // exitError is a failure with its exit code decided where it happened.
 type exitError struct {

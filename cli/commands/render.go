@@ -29,6 +29,7 @@ func runRender(ctx context.Context, a *app, args []string) error {
 	key := fs.String("idempotency-key", "", "")
 	var opts multiFlag
 	fs.Var(&opts, "option", "")
+	rec := addRecordFlags(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -40,7 +41,13 @@ func runRender(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := rec.apply(m); err != nil {
+		return err
+	}
 	req := client.GenerateRequest{IdempotencyKey: *key}
+	if req.Attachments, req.EInvoiceXML, err = rec.uploads(); err != nil {
+		return err
+	}
 	if len(m) > 0 {
 		req.Options = &client.PDFOptions{Extra: m}
 	}
@@ -214,6 +221,7 @@ func runMerge(ctx context.Context, a *app, args []string) error {
 	key := fs.String("idempotency-key", "", "")
 	var opts multiFlag
 	fs.Var(&opts, "option", "")
+	rec := addRecordFlags(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -225,7 +233,13 @@ func runMerge(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := rec.apply(m); err != nil {
+		return err
+	}
 	req := client.MergeRequest{IdempotencyKey: *key}
+	if req.Attachments, req.EInvoiceXML, err = rec.uploads(); err != nil {
+		return err
+	}
 	if len(m) > 0 {
 		req.Options = &client.MergeOptions{Extra: m}
 	}
