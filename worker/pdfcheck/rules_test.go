@@ -2,6 +2,7 @@ package pdfcheck
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -298,16 +299,14 @@ func fixByteRange(pdf []byte) []byte {
 	lt := bytes.IndexByte(pdf[c:], '<') + c
 	gt := bytes.IndexByte(pdf[lt:], '>') + lt
 	width := j - i - len("/ByteRange[")
-	for {
-		br := []byte(strings.Join([]string{"0", itoa(lt), itoa(gt + 1), itoa(len(pdf) - gt - 1)}, " "))
-		if len(br) > width {
-			return pdf
-		}
-		out := bytes.Clone(pdf)
-		copy(out[i+len("/ByteRange["):j], bytes.Repeat([]byte(" "), width))
-		copy(out[i+len("/ByteRange["):], br)
-		return out
+	br := []byte(strings.Join([]string{"0", itoa(lt), itoa(gt + 1), itoa(len(pdf) - gt - 1)}, " "))
+	if len(br) > width {
+		return pdf
 	}
+	out := bytes.Clone(pdf)
+	copy(out[i+len("/ByteRange["):j], bytes.Repeat([]byte(" "), width))
+	copy(out[i+len("/ByteRange["):], br)
+	return out
 }
 
-func itoa(i int) string { return strings.TrimSpace(strings.Repeat(" ", 0) + types.Integer(i).String()) }
+func itoa(i int) string { return strconv.Itoa(i) }
