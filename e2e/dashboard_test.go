@@ -375,6 +375,58 @@ func TestDashboardInBrowser(t *testing.T) {
 	d.waitText("#conv-text", fmt.Sprintf("%d / %d", after.ConversionsUsed, after.ConversionsLimit))
 	d.shot("render", "#render")
 
+	// A document of record from the form's controls (PDF/A-2u, PDF/UA, a
+	// language over the page's), then read back in the Inspect panel.
+	recordPage := filepath.Join(t.TempDir(), "record.html")
+	if err := os.WriteFile(recordPage, []byte(`<html lang="en"><head><title>Record from the form</title></head><body><h1>RECORD</h1></body></html>`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.MustElement("#render-files").MustSetFiles(recordPage)
+	p.MustElement("#render-options").MustSelectAllText().MustInput(`{"fileName":"record"}`)
+	p.MustElement("#render-pdfa").MustSelect("PDF/A-2u")
+	p.MustElement("#render-pdfua").MustClick()
+	p.MustElement("#render-lang").MustInput("de-DE")
+	p.MustElement("#render-submit").MustClick()
+	d.waitJS(time.Minute, `() => /^Download record\.pdf \(\d/.test(document.getElementById('render-link').textContent)`)
+	wait = d.b.WaitDownload(dl)
+	p.MustElement("#render-link").MustClick()
+	got = wait()
+	recordPDF, err := os.ReadFile(filepath.Join(dl, got.GUID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRecordPDF(t, recordPDF, "2u", true)
+	inspected := filepath.Join(t.TempDir(), "record.pdf")
+	if err := os.WriteFile(inspected, recordPDF, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.MustElement("#inspect-file").MustSetFiles(inspected)
+	p.MustElement("#inspect-submit").MustClick()
+	p.MustElement("#inspect-result").MustWaitVisible()
+	facts := p.MustElement("#inspect-facts").MustText()
+	for _, want := range []string{"PDF/A-2U", "PDF/UA-1", "de-DE", "Record from the form", "all embedded"} {
+		if !strings.Contains(facts, want) {
+			t.Errorf("the Inspect panel does not say %q:\n%s", want, facts)
+		}
+	}
+	if sigs := p.MustElement("#inspect-signatures").MustText(); sigs != "none" {
+		t.Errorf("signatures of an unsigned PDF: %q", sigs)
+	}
+	if js := p.MustElement("#inspect-json").MustProperty("textContent").Str(); !strings.Contains(js, `"signatures": []`) {
+		t.Errorf("the report's JSON: %.300s", js)
+	}
+	d.shot("inspect", "#inspect")
+	// A PDF that is not one: the panel says why.
+	p.MustElement("#inspect-file").MustSetFiles(recordPage)
+	p.MustElement("#inspect-submit").MustClick()
+	d.waitJS(30*time.Second, `() => document.getElementById('inspect-status').className.includes('error')`)
+	if !p.MustElement("#inspect-result").MustProperty("hidden").Bool() {
+		t.Error("a refused inspect left the last report on screen")
+	}
+	p.MustElement("#render-pdfa").MustSelect("none")
+	p.MustElement("#render-pdfua").MustClick()
+	p.MustEval(`() => { document.getElementById('render-lang').value = '' }`)
+
 	// Hosted files: 11 hosted by a program and one from the form make two
 	// pages (10 a page); open one; delete one.
 	c.changePlan("pro")

@@ -151,6 +151,7 @@
     state.user = null;
     clearNewKey();
     clearRender();
+    clearInspect();
     // Nothing of this account stays on screen for the next person.
     for (const id of ['key-rows', 'hosted-rows', 'limits']) $(id).replaceChildren();
     for (const f of document.querySelectorAll('#app form')) f.reset();
@@ -355,6 +356,12 @@
         return;
       }
     }
+    // The document-of-record controls win over the same fields of the JSON.
+    const pdfa = $('render-pdfa').value;
+    if (pdfa) opts.pdfa = pdfa;
+    if ($('render-pdfua').checked) opts.pdfua = true;
+    const lang = $('render-lang').value.trim();
+    if (lang) opts.lang = lang;
     if ($('render-host').checked) opts.host = true;
     const form = new FormData();
     if (Object.keys(opts).length) form.append('options', JSON.stringify(opts));
@@ -395,6 +402,77 @@
     if (gen !== state.gen) return;
     refreshUsage();
     if (opts.host) loadHosted(1);
+  });
+
+  // --- inspect a PDF ---
+
+  function clearInspect() {
+    $('inspect-result').hidden = true;
+    for (const id of ['inspect-facts', 'inspect-attachments', 'inspect-signatures']) $(id).replaceChildren();
+    $('inspect-json').textContent = '';
+    status('inspect-status', '');
+  }
+
+  // claim is a PDF/A or PDF/UA claim as text ("PDF/A-3B"), or "none".
+  function claim(prefix, c) {
+    if (!c || typeof c !== 'object') return 'none';
+    return prefix + String(c.part || '') + String(c.conformance || '').toUpperCase();
+  }
+
+  function showInspect(r) {
+    const fonts = Array.isArray(r.fonts) ? r.fonts : [];
+    const unembedded = fonts.filter((f) => !f.embedded).length;
+    const facts = [
+      ['Pages', String(r.pages)],
+      ['PDF version', String(r.pdfVersion || '—')],
+      ['PDF/A', claim('PDF/A-', r.pdfa)],
+      ['PDF/UA', claim('PDF/UA-', r.pdfua)],
+      ['Tagged', r.tagged ? 'yes' : 'no'],
+      ['Encrypted', r.encrypted ? 'yes' : 'no'],
+      ['Language', r.lang || '—'],
+      ['Title', (r.metadata && r.metadata.title) || '—'],
+      ['Fonts', fonts.length ? `${fonts.length} (${unembedded ? unembedded + ' not embedded' : 'all embedded'})` : 'none'],
+    ];
+    $('inspect-facts').replaceChildren(...facts.flatMap(([k, v]) => [el('dt', { text: k }), el('dd', { text: v })]));
+    const atts = Array.isArray(r.attachments) ? r.attachments : [];
+    $('inspect-attachments').replaceChildren(...(atts.length ? atts.map((a) =>
+      el('li', { 'data-name': String(a.fileName) }, `${a.fileName} (${a.mimeType}, ${bytes(a.size)})` + (a.relationship ? `, relationship ${a.relationship}` : '')))
+      : [el('li', { class: 'muted', text: 'none' })]));
+    const sigs = Array.isArray(r.signatures) ? r.signatures : [];
+    $('inspect-signatures').replaceChildren(...(sigs.length ? sigs.map((s) => {
+      const verdict = s.valid ? (s.coversWholeDocument ? 'valid, covers the whole document' : 'valid, but the file was changed after signing') : 'NOT valid';
+      return el('li', { class: s.valid && s.coversWholeDocument ? 'sig-ok' : 'sig-bad' },
+        `${s.signer || 'unknown signer'}: ${verdict}` + (s.level ? `, PAdES ${s.level}` : '') +
+        (s.signedAt ? `, ${when(s.signedAt)}` : '') + (s.reason ? ` (“${s.reason}”)` : ''));
+    }) : [el('li', { class: 'muted', text: 'none' })]));
+    $('inspect-json').textContent = JSON.stringify(r, null, 2);
+    $('inspect-result').hidden = false;
+  }
+
+  $('inspect-form').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    clearInspect();
+    const file = $('inspect-file').files[0];
+    if (!file) {
+      status('inspect-status', 'Choose a PDF first.', 'error');
+      return;
+    }
+    const form = new FormData();
+    form.append('files', file, file.name);
+    status('inspect-status', 'Inspecting…');
+    const gen = state.gen;
+    try {
+      await busy($('inspect-submit'), async () => {
+        const resp = await fetch('/pdf/inspect', { method: 'POST', body: form, credentials: 'same-origin', signal: state.abort.signal });
+        if (!resp.ok) throw await errorOf(resp);
+        const body = await resp.json();
+        if (gen !== state.gen) return;
+        showInspect(body.data || {});
+        status('inspect-status', '');
+      });
+    } catch (err) {
+      if (gen === state.gen) fail('inspect-status', err);
+    }
   });
 
   // --- hosted files ---
