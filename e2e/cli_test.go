@@ -173,6 +173,40 @@ func TestCLI(t *testing.T) {
 		t.Errorf("inspect printed %q", r.stdout)
 	}
 
+	// A document of record (DESIGN §8) from the flags: a Factur-X invoice
+	// (PDF/A-3b implied) with a file attached, then PDF/A-2u + PDF/UA in
+	// German; inspect reads the claims and attachments back.
+	c.write("invoice.html", recordPage)
+	c.write("invoice.xml", ciiInvoice)
+	c.write("lines.csv", "item,amount\nwidget,1234.00\n")
+	c.ok("render", "invoice.html", "--einvoice", "EN 16931", "--einvoice-xml", "invoice.xml", "--attach", "lines.csv", "--attachment-relationship", "Supplement")
+	conversions++
+	invoice := c.read("invoice.pdf")
+	checkRecordPDF(t, invoice, "3b", false)
+	if files := detach(t, invoice); string(files["factur-x.xml"]) != ciiInvoice || string(files["lines.csv"]) != "item,amount\nwidget,1234.00\n" || len(files) != 2 {
+		t.Errorf("invoice.pdf embeds %v", keys(files))
+	}
+	var claims struct {
+		PDFA        *struct{ Part, Conformance string } `json:"pdfa"`
+		PDFUA       *struct{ Part string }              `json:"pdfua"`
+		Lang        string                              `json:"lang"`
+		Attachments []struct{ FileName, Relationship string }
+		Signatures  []json.RawMessage `json:"signatures"`
+	}
+	if r := c.ok("inspect", "invoice.pdf"); json.Unmarshal([]byte(r.stdout), &claims) != nil || claims.PDFA == nil || claims.PDFA.Part != "3" ||
+		len(claims.Attachments) != 2 || claims.Signatures == nil {
+		t.Errorf("inspect printed %q", r.stdout)
+	}
+	c.ok("render", "invoice.html", "-o", "accessible.pdf", "--pdfa", "2u", "--pdfua", "--lang", "de-DE")
+	conversions++
+	checkRecordPDF(t, c.read("accessible.pdf"), "2u", true)
+	claims.PDFUA, claims.Lang = nil, ""
+	if r := c.ok("inspect", "accessible.pdf"); json.Unmarshal([]byte(r.stdout), &claims) != nil || claims.PDFUA == nil || claims.Lang != "de-DE" {
+		t.Errorf("inspect printed %q", r.stdout)
+	}
+	// The service's 400 for options that exclude each other, named.
+	c.wantExit(2, []string{"field: attachments"}, "render", "invoice.html", "-o", "no.pdf", "--pdfa", "2b", "--attach", "lines.csv")
+
 	// Options, flags after the argument.
 	c.ok("render", "report.html", "-o", "letter.pdf", "--option", "format=Letter", "--option", "margin.top=2cm",
 		"--option", "metadata.title=CLI title", "--option", "printBackground=false")
