@@ -1192,8 +1192,11 @@ type RenderJob struct {
 	Info       *DocInfo    `protobuf:"bytes,7,opt,name=info,proto3" json:"info,omitempty"`
 	Encryption *Encryption `protobuf:"bytes,8,opt,name=encryption,proto3" json:"encryption,omitempty"`
 	// Set instead of a bundle: the page to fetch.
-	Url           *PageURL `protobuf:"bytes,9,opt,name=url,proto3" json:"url,omitempty"`
-	Record        *Record  `protobuf:"bytes,10,opt,name=record,proto3" json:"record,omitempty"`
+	Url    *PageURL `protobuf:"bytes,9,opt,name=url,proto3" json:"url,omitempty"`
+	Record *Record  `protobuf:"bytes,10,opt,name=record,proto3" json:"record,omitempty"`
+	// Set when the bundle is a stored template (DESIGN §9): its entry file
+	// is filled with the data before printing.
+	Template      *TemplateFill `protobuf:"bytes,11,opt,name=template,proto3" json:"template,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1298,6 +1301,148 @@ func (x *RenderJob) GetRecord() *Record {
 	return nil
 }
 
+func (x *RenderJob) GetTemplate() *TemplateFill {
+	if x != nil {
+		return x.Template
+	}
+	return nil
+}
+
+// TemplateFill is the data a stored template's entry file is filled with.
+// The bundle (RenderJob.bundle_prefix) is the template version's files,
+// which never change: a worker keeps them parsed between jobs.
+type TemplateFill struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	TemplateId string                 `protobuf:"bytes,1,opt,name=template_id,json=templateId,proto3" json:"template_id,omitempty"`
+	Version    int32                  `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	// The data, a JSON object: inline, or in the blob store under data_key
+	// when large (kept out of the job message, as a watermark image is).
+	DataJson      []byte `protobuf:"bytes,3,opt,name=data_json,json=dataJson,proto3" json:"data_json,omitempty"`
+	DataKey       string `protobuf:"bytes,4,opt,name=data_key,json=dataKey,proto3" json:"data_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TemplateFill) Reset() {
+	*x = TemplateFill{}
+	mi := &file_jobs_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TemplateFill) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TemplateFill) ProtoMessage() {}
+
+func (x *TemplateFill) ProtoReflect() protoreflect.Message {
+	mi := &file_jobs_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TemplateFill.ProtoReflect.Descriptor instead.
+func (*TemplateFill) Descriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *TemplateFill) GetTemplateId() string {
+	if x != nil {
+		return x.TemplateId
+	}
+	return ""
+}
+
+func (x *TemplateFill) GetVersion() int32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *TemplateFill) GetDataJson() []byte {
+	if x != nil {
+		return x.DataJson
+	}
+	return nil
+}
+
+func (x *TemplateFill) GetDataKey() string {
+	if x != nil {
+		return x.DataKey
+	}
+	return ""
+}
+
+// TemplateError is a template that could not be filled with its data:
+// the template's line and the data's path (DESIGN §9).
+type TemplateError struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Line          int32                  `protobuf:"varint,1,opt,name=line,proto3" json:"line,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	Message       string                 `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TemplateError) Reset() {
+	*x = TemplateError{}
+	mi := &file_jobs_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TemplateError) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TemplateError) ProtoMessage() {}
+
+func (x *TemplateError) ProtoReflect() protoreflect.Message {
+	mi := &file_jobs_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TemplateError.ProtoReflect.Descriptor instead.
+func (*TemplateError) Descriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *TemplateError) GetLine() int32 {
+	if x != nil {
+		return x.Line
+	}
+	return 0
+}
+
+func (x *TemplateError) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *TemplateError) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 // MergeJob concatenates PDFs in the given order.
 type MergeJob struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -1314,7 +1459,7 @@ type MergeJob struct {
 
 func (x *MergeJob) Reset() {
 	*x = MergeJob{}
-	mi := &file_jobs_proto_msgTypes[13]
+	mi := &file_jobs_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1326,7 +1471,7 @@ func (x *MergeJob) String() string {
 func (*MergeJob) ProtoMessage() {}
 
 func (x *MergeJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[13]
+	mi := &file_jobs_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1339,7 +1484,7 @@ func (x *MergeJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeJob.ProtoReflect.Descriptor instead.
 func (*MergeJob) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{13}
+	return file_jobs_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *MergeJob) GetInputKeys() []string {
@@ -1410,7 +1555,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_jobs_proto_msgTypes[14]
+	mi := &file_jobs_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1422,7 +1567,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[14]
+	mi := &file_jobs_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1435,7 +1580,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{14}
+	return file_jobs_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Job) GetId() string {
@@ -1579,7 +1724,7 @@ type InspectJob struct {
 
 func (x *InspectJob) Reset() {
 	*x = InspectJob{}
-	mi := &file_jobs_proto_msgTypes[15]
+	mi := &file_jobs_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1591,7 +1736,7 @@ func (x *InspectJob) String() string {
 func (*InspectJob) ProtoMessage() {}
 
 func (x *InspectJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[15]
+	mi := &file_jobs_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1604,7 +1749,7 @@ func (x *InspectJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectJob.ProtoReflect.Descriptor instead.
 func (*InspectJob) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{15}
+	return file_jobs_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *InspectJob) GetInputKey() string {
@@ -1648,7 +1793,7 @@ type InspectReport struct {
 
 func (x *InspectReport) Reset() {
 	*x = InspectReport{}
-	mi := &file_jobs_proto_msgTypes[16]
+	mi := &file_jobs_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1660,7 +1805,7 @@ func (x *InspectReport) String() string {
 func (*InspectReport) ProtoMessage() {}
 
 func (x *InspectReport) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[16]
+	mi := &file_jobs_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1673,7 +1818,7 @@ func (x *InspectReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectReport.ProtoReflect.Descriptor instead.
 func (*InspectReport) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{16}
+	return file_jobs_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *InspectReport) GetPages() int32 {
@@ -1780,7 +1925,7 @@ type BatchDocumentJob struct {
 
 func (x *BatchDocumentJob) Reset() {
 	*x = BatchDocumentJob{}
-	mi := &file_jobs_proto_msgTypes[17]
+	mi := &file_jobs_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1792,7 +1937,7 @@ func (x *BatchDocumentJob) String() string {
 func (*BatchDocumentJob) ProtoMessage() {}
 
 func (x *BatchDocumentJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[17]
+	mi := &file_jobs_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1805,7 +1950,7 @@ func (x *BatchDocumentJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchDocumentJob.ProtoReflect.Descriptor instead.
 func (*BatchDocumentJob) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{17}
+	return file_jobs_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *BatchDocumentJob) GetBatchId() string {
@@ -1840,7 +1985,7 @@ type ZipJob struct {
 
 func (x *ZipJob) Reset() {
 	*x = ZipJob{}
-	mi := &file_jobs_proto_msgTypes[18]
+	mi := &file_jobs_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1852,7 +1997,7 @@ func (x *ZipJob) String() string {
 func (*ZipJob) ProtoMessage() {}
 
 func (x *ZipJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[18]
+	mi := &file_jobs_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1865,7 +2010,7 @@ func (x *ZipJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ZipJob.ProtoReflect.Descriptor instead.
 func (*ZipJob) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{18}
+	return file_jobs_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ZipJob) GetBatchId() string {
@@ -1893,7 +2038,7 @@ type WebhookDelivery struct {
 
 func (x *WebhookDelivery) Reset() {
 	*x = WebhookDelivery{}
-	mi := &file_jobs_proto_msgTypes[19]
+	mi := &file_jobs_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1905,7 +2050,7 @@ func (x *WebhookDelivery) String() string {
 func (*WebhookDelivery) ProtoMessage() {}
 
 func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[19]
+	mi := &file_jobs_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1918,7 +2063,7 @@ func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDelivery.ProtoReflect.Descriptor instead.
 func (*WebhookDelivery) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{19}
+	return file_jobs_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *WebhookDelivery) GetDeliveryId() string {
@@ -1976,7 +2121,7 @@ type FailedRequest struct {
 
 func (x *FailedRequest) Reset() {
 	*x = FailedRequest{}
-	mi := &file_jobs_proto_msgTypes[20]
+	mi := &file_jobs_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1988,7 +2133,7 @@ func (x *FailedRequest) String() string {
 func (*FailedRequest) ProtoMessage() {}
 
 func (x *FailedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[20]
+	mi := &file_jobs_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2001,7 +2146,7 @@ func (x *FailedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailedRequest.ProtoReflect.Descriptor instead.
 func (*FailedRequest) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{20}
+	return file_jobs_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *FailedRequest) GetUrl() string {
@@ -2043,13 +2188,15 @@ type Report struct {
 	// DESIGN §8: why the document is not the PDF/A or PDF/UA asked for, each
 	// "rule: object: message" (veraPDF's rule IDs; "UA …" for PDF/UA).
 	ConformanceViolations []string `protobuf:"bytes,11,rep,name=conformance_violations,json=conformanceViolations,proto3" json:"conformance_violations,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// DESIGN §9: why a template could not be filled with its data.
+	TemplateErrors []*TemplateError `protobuf:"bytes,12,rep,name=template_errors,json=templateErrors,proto3" json:"template_errors,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Report) Reset() {
 	*x = Report{}
-	mi := &file_jobs_proto_msgTypes[21]
+	mi := &file_jobs_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2061,7 +2208,7 @@ func (x *Report) String() string {
 func (*Report) ProtoMessage() {}
 
 func (x *Report) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[21]
+	mi := &file_jobs_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2074,7 +2221,7 @@ func (x *Report) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Report.ProtoReflect.Descriptor instead.
 func (*Report) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{21}
+	return file_jobs_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Report) GetPages() int32 {
@@ -2154,6 +2301,13 @@ func (x *Report) GetConformanceViolations() []string {
 	return nil
 }
 
+func (x *Report) GetTemplateErrors() []*TemplateError {
+	if x != nil {
+		return x.TemplateErrors
+	}
+	return nil
+}
+
 type Result struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	JobId        string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
@@ -2173,7 +2327,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_jobs_proto_msgTypes[22]
+	mi := &file_jobs_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2185,7 +2339,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[22]
+	mi := &file_jobs_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2198,7 +2352,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{22}
+	return file_jobs_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Result) GetJobId() string {
@@ -2281,7 +2435,7 @@ type InspectReport_PageSize struct {
 
 func (x *InspectReport_PageSize) Reset() {
 	*x = InspectReport_PageSize{}
-	mi := &file_jobs_proto_msgTypes[24]
+	mi := &file_jobs_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2293,7 +2447,7 @@ func (x *InspectReport_PageSize) String() string {
 func (*InspectReport_PageSize) ProtoMessage() {}
 
 func (x *InspectReport_PageSize) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[24]
+	mi := &file_jobs_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2306,7 +2460,7 @@ func (x *InspectReport_PageSize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectReport_PageSize.ProtoReflect.Descriptor instead.
 func (*InspectReport_PageSize) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{16, 0}
+	return file_jobs_proto_rawDescGZIP(), []int{18, 0}
 }
 
 func (x *InspectReport_PageSize) GetWidth() float64 {
@@ -2333,7 +2487,7 @@ type InspectReport_Font struct {
 
 func (x *InspectReport_Font) Reset() {
 	*x = InspectReport_Font{}
-	mi := &file_jobs_proto_msgTypes[25]
+	mi := &file_jobs_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2345,7 +2499,7 @@ func (x *InspectReport_Font) String() string {
 func (*InspectReport_Font) ProtoMessage() {}
 
 func (x *InspectReport_Font) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[25]
+	mi := &file_jobs_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2358,7 +2512,7 @@ func (x *InspectReport_Font) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectReport_Font.ProtoReflect.Descriptor instead.
 func (*InspectReport_Font) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{16, 1}
+	return file_jobs_proto_rawDescGZIP(), []int{18, 1}
 }
 
 func (x *InspectReport_Font) GetName() string {
@@ -2387,7 +2541,7 @@ type InspectReport_Attachment struct {
 
 func (x *InspectReport_Attachment) Reset() {
 	*x = InspectReport_Attachment{}
-	mi := &file_jobs_proto_msgTypes[26]
+	mi := &file_jobs_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2399,7 +2553,7 @@ func (x *InspectReport_Attachment) String() string {
 func (*InspectReport_Attachment) ProtoMessage() {}
 
 func (x *InspectReport_Attachment) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[26]
+	mi := &file_jobs_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2412,7 +2566,7 @@ func (x *InspectReport_Attachment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectReport_Attachment.ProtoReflect.Descriptor instead.
 func (*InspectReport_Attachment) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{16, 2}
+	return file_jobs_proto_rawDescGZIP(), []int{18, 2}
 }
 
 func (x *InspectReport_Attachment) GetFileName() string {
@@ -2461,7 +2615,7 @@ type InspectReport_Signature struct {
 
 func (x *InspectReport_Signature) Reset() {
 	*x = InspectReport_Signature{}
-	mi := &file_jobs_proto_msgTypes[28]
+	mi := &file_jobs_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2473,7 +2627,7 @@ func (x *InspectReport_Signature) String() string {
 func (*InspectReport_Signature) ProtoMessage() {}
 
 func (x *InspectReport_Signature) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[28]
+	mi := &file_jobs_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2486,7 +2640,7 @@ func (x *InspectReport_Signature) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectReport_Signature.ProtoReflect.Descriptor instead.
 func (*InspectReport_Signature) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{16, 4}
+	return file_jobs_proto_rawDescGZIP(), []int{18, 4}
 }
 
 func (x *InspectReport_Signature) GetSigner() string {
@@ -2634,7 +2788,7 @@ const file_jobs_proto_rawDesc = "" +
 	"user_agent\x18\x04 \x01(\tR\tuserAgent\x1aC\n" +
 	"\x15ExtraHttpHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc5\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x82\x04\n" +
 	"\tRenderJob\x12#\n" +
 	"\rbundle_prefix\x18\x01 \x01(\tR\fbundlePrefix\x12\x14\n" +
 	"\x05files\x18\x02 \x03(\tR\x05files\x12\x14\n" +
@@ -2648,7 +2802,18 @@ const file_jobs_proto_rawDesc = "" +
 	"encryption\x12,\n" +
 	"\x03url\x18\t \x01(\v2\x1a.docrender.jobs.v1.PageURLR\x03url\x121\n" +
 	"\x06record\x18\n" +
-	" \x01(\v2\x19.docrender.jobs.v1.RecordR\x06record\"\xa8\x02\n" +
+	" \x01(\v2\x19.docrender.jobs.v1.RecordR\x06record\x12;\n" +
+	"\btemplate\x18\v \x01(\v2\x1f.docrender.jobs.v1.TemplateFillR\btemplate\"\x81\x01\n" +
+	"\fTemplateFill\x12\x1f\n" +
+	"\vtemplate_id\x18\x01 \x01(\tR\n" +
+	"templateId\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x05R\aversion\x12\x1b\n" +
+	"\tdata_json\x18\x03 \x01(\fR\bdataJson\x12\x19\n" +
+	"\bdata_key\x18\x04 \x01(\tR\adataKey\"Q\n" +
+	"\rTemplateError\x12\x12\n" +
+	"\x04line\x18\x01 \x01(\x05R\x04line\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\xa8\x02\n" +
 	"\bMergeJob\x12\x1d\n" +
 	"\n" +
 	"input_keys\x18\x01 \x03(\tR\tinputKeys\x12\x1f\n" +
@@ -2742,7 +2907,7 @@ const file_jobs_proto_rawDesc = "" +
 	"\rFailedRequest\x12\x10\n" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\x05R\x06status\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error\"\xf0\x03\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"\xbb\x04\n" +
 	"\x06Report\x12\x14\n" +
 	"\x05pages\x18\x01 \x01(\x05R\x05pages\x12\x1b\n" +
 	"\trender_ms\x18\x02 \x01(\x03R\brenderMs\x12)\n" +
@@ -2755,7 +2920,8 @@ const file_jobs_proto_rawDesc = "" +
 	"\x12images_without_alt\x18\t \x03(\tR\x10imagesWithoutAlt\x127\n" +
 	"\x18images_without_alt_total\x18\n" +
 	" \x01(\x05R\x15imagesWithoutAltTotal\x125\n" +
-	"\x16conformance_violations\x18\v \x03(\tR\x15conformanceViolations\"\xf5\x02\n" +
+	"\x16conformance_violations\x18\v \x03(\tR\x15conformanceViolations\x12I\n" +
+	"\x0ftemplate_errors\x18\f \x03(\v2 .docrender.jobs.v1.TemplateErrorR\x0etemplateErrors\"\xf5\x02\n" +
 	"\x06Result\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12;\n" +
 	"\n" +
@@ -2791,7 +2957,7 @@ func file_jobs_proto_rawDescGZIP() []byte {
 }
 
 var file_jobs_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_jobs_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_jobs_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_jobs_proto_goTypes = []any{
 	(ErrorKind)(0),                   // 0: docrender.jobs.v1.ErrorKind
 	(*Page)(nil),                     // 1: docrender.jobs.v1.Page
@@ -2807,29 +2973,31 @@ var file_jobs_proto_goTypes = []any{
 	(*Cookie)(nil),                   // 11: docrender.jobs.v1.Cookie
 	(*PageURL)(nil),                  // 12: docrender.jobs.v1.PageURL
 	(*RenderJob)(nil),                // 13: docrender.jobs.v1.RenderJob
-	(*MergeJob)(nil),                 // 14: docrender.jobs.v1.MergeJob
-	(*Job)(nil),                      // 15: docrender.jobs.v1.Job
-	(*InspectJob)(nil),               // 16: docrender.jobs.v1.InspectJob
-	(*InspectReport)(nil),            // 17: docrender.jobs.v1.InspectReport
-	(*BatchDocumentJob)(nil),         // 18: docrender.jobs.v1.BatchDocumentJob
-	(*ZipJob)(nil),                   // 19: docrender.jobs.v1.ZipJob
-	(*WebhookDelivery)(nil),          // 20: docrender.jobs.v1.WebhookDelivery
-	(*FailedRequest)(nil),            // 21: docrender.jobs.v1.FailedRequest
-	(*Report)(nil),                   // 22: docrender.jobs.v1.Report
-	(*Result)(nil),                   // 23: docrender.jobs.v1.Result
-	nil,                              // 24: docrender.jobs.v1.PageURL.ExtraHttpHeadersEntry
-	(*InspectReport_PageSize)(nil),   // 25: docrender.jobs.v1.InspectReport.PageSize
-	(*InspectReport_Font)(nil),       // 26: docrender.jobs.v1.InspectReport.Font
-	(*InspectReport_Attachment)(nil), // 27: docrender.jobs.v1.InspectReport.Attachment
-	nil,                              // 28: docrender.jobs.v1.InspectReport.MetadataEntry
-	(*InspectReport_Signature)(nil),  // 29: docrender.jobs.v1.InspectReport.Signature
+	(*TemplateFill)(nil),             // 14: docrender.jobs.v1.TemplateFill
+	(*TemplateError)(nil),            // 15: docrender.jobs.v1.TemplateError
+	(*MergeJob)(nil),                 // 16: docrender.jobs.v1.MergeJob
+	(*Job)(nil),                      // 17: docrender.jobs.v1.Job
+	(*InspectJob)(nil),               // 18: docrender.jobs.v1.InspectJob
+	(*InspectReport)(nil),            // 19: docrender.jobs.v1.InspectReport
+	(*BatchDocumentJob)(nil),         // 20: docrender.jobs.v1.BatchDocumentJob
+	(*ZipJob)(nil),                   // 21: docrender.jobs.v1.ZipJob
+	(*WebhookDelivery)(nil),          // 22: docrender.jobs.v1.WebhookDelivery
+	(*FailedRequest)(nil),            // 23: docrender.jobs.v1.FailedRequest
+	(*Report)(nil),                   // 24: docrender.jobs.v1.Report
+	(*Result)(nil),                   // 25: docrender.jobs.v1.Result
+	nil,                              // 26: docrender.jobs.v1.PageURL.ExtraHttpHeadersEntry
+	(*InspectReport_PageSize)(nil),   // 27: docrender.jobs.v1.InspectReport.PageSize
+	(*InspectReport_Font)(nil),       // 28: docrender.jobs.v1.InspectReport.Font
+	(*InspectReport_Attachment)(nil), // 29: docrender.jobs.v1.InspectReport.Attachment
+	nil,                              // 30: docrender.jobs.v1.InspectReport.MetadataEntry
+	(*InspectReport_Signature)(nil),  // 31: docrender.jobs.v1.InspectReport.Signature
 }
 var file_jobs_proto_depIdxs = []int32{
 	6,  // 0: docrender.jobs.v1.Signature.visible:type_name -> docrender.jobs.v1.SignBox
 	4,  // 1: docrender.jobs.v1.Record.attachments:type_name -> docrender.jobs.v1.Attachment
 	5,  // 2: docrender.jobs.v1.Record.einvoice:type_name -> docrender.jobs.v1.EInvoice
 	7,  // 3: docrender.jobs.v1.Record.sign:type_name -> docrender.jobs.v1.Signature
-	24, // 4: docrender.jobs.v1.PageURL.extra_http_headers:type_name -> docrender.jobs.v1.PageURL.ExtraHttpHeadersEntry
+	26, // 4: docrender.jobs.v1.PageURL.extra_http_headers:type_name -> docrender.jobs.v1.PageURL.ExtraHttpHeadersEntry
 	11, // 5: docrender.jobs.v1.PageURL.cookies:type_name -> docrender.jobs.v1.Cookie
 	1,  // 6: docrender.jobs.v1.RenderJob.page:type_name -> docrender.jobs.v1.Page
 	2,  // 7: docrender.jobs.v1.RenderJob.watermark:type_name -> docrender.jobs.v1.Watermark
@@ -2838,30 +3006,32 @@ var file_jobs_proto_depIdxs = []int32{
 	10, // 10: docrender.jobs.v1.RenderJob.encryption:type_name -> docrender.jobs.v1.Encryption
 	12, // 11: docrender.jobs.v1.RenderJob.url:type_name -> docrender.jobs.v1.PageURL
 	8,  // 12: docrender.jobs.v1.RenderJob.record:type_name -> docrender.jobs.v1.Record
-	2,  // 13: docrender.jobs.v1.MergeJob.watermark:type_name -> docrender.jobs.v1.Watermark
-	9,  // 14: docrender.jobs.v1.MergeJob.info:type_name -> docrender.jobs.v1.DocInfo
-	10, // 15: docrender.jobs.v1.MergeJob.encryption:type_name -> docrender.jobs.v1.Encryption
-	8,  // 16: docrender.jobs.v1.MergeJob.record:type_name -> docrender.jobs.v1.Record
-	13, // 17: docrender.jobs.v1.Job.render:type_name -> docrender.jobs.v1.RenderJob
-	14, // 18: docrender.jobs.v1.Job.merge:type_name -> docrender.jobs.v1.MergeJob
-	19, // 19: docrender.jobs.v1.Job.zip:type_name -> docrender.jobs.v1.ZipJob
-	18, // 20: docrender.jobs.v1.Job.batch_document:type_name -> docrender.jobs.v1.BatchDocumentJob
-	16, // 21: docrender.jobs.v1.Job.inspect:type_name -> docrender.jobs.v1.InspectJob
-	25, // 22: docrender.jobs.v1.InspectReport.page_sizes:type_name -> docrender.jobs.v1.InspectReport.PageSize
-	28, // 23: docrender.jobs.v1.InspectReport.metadata:type_name -> docrender.jobs.v1.InspectReport.MetadataEntry
-	26, // 24: docrender.jobs.v1.InspectReport.fonts:type_name -> docrender.jobs.v1.InspectReport.Font
-	27, // 25: docrender.jobs.v1.InspectReport.attachments:type_name -> docrender.jobs.v1.InspectReport.Attachment
-	29, // 26: docrender.jobs.v1.InspectReport.signatures:type_name -> docrender.jobs.v1.InspectReport.Signature
-	13, // 27: docrender.jobs.v1.BatchDocumentJob.render:type_name -> docrender.jobs.v1.RenderJob
-	21, // 28: docrender.jobs.v1.Report.failed_requests:type_name -> docrender.jobs.v1.FailedRequest
-	0,  // 29: docrender.jobs.v1.Result.error_kind:type_name -> docrender.jobs.v1.ErrorKind
-	22, // 30: docrender.jobs.v1.Result.report:type_name -> docrender.jobs.v1.Report
-	17, // 31: docrender.jobs.v1.Result.inspect:type_name -> docrender.jobs.v1.InspectReport
-	32, // [32:32] is the sub-list for method output_type
-	32, // [32:32] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	14, // 13: docrender.jobs.v1.RenderJob.template:type_name -> docrender.jobs.v1.TemplateFill
+	2,  // 14: docrender.jobs.v1.MergeJob.watermark:type_name -> docrender.jobs.v1.Watermark
+	9,  // 15: docrender.jobs.v1.MergeJob.info:type_name -> docrender.jobs.v1.DocInfo
+	10, // 16: docrender.jobs.v1.MergeJob.encryption:type_name -> docrender.jobs.v1.Encryption
+	8,  // 17: docrender.jobs.v1.MergeJob.record:type_name -> docrender.jobs.v1.Record
+	13, // 18: docrender.jobs.v1.Job.render:type_name -> docrender.jobs.v1.RenderJob
+	16, // 19: docrender.jobs.v1.Job.merge:type_name -> docrender.jobs.v1.MergeJob
+	21, // 20: docrender.jobs.v1.Job.zip:type_name -> docrender.jobs.v1.ZipJob
+	20, // 21: docrender.jobs.v1.Job.batch_document:type_name -> docrender.jobs.v1.BatchDocumentJob
+	18, // 22: docrender.jobs.v1.Job.inspect:type_name -> docrender.jobs.v1.InspectJob
+	27, // 23: docrender.jobs.v1.InspectReport.page_sizes:type_name -> docrender.jobs.v1.InspectReport.PageSize
+	30, // 24: docrender.jobs.v1.InspectReport.metadata:type_name -> docrender.jobs.v1.InspectReport.MetadataEntry
+	28, // 25: docrender.jobs.v1.InspectReport.fonts:type_name -> docrender.jobs.v1.InspectReport.Font
+	29, // 26: docrender.jobs.v1.InspectReport.attachments:type_name -> docrender.jobs.v1.InspectReport.Attachment
+	31, // 27: docrender.jobs.v1.InspectReport.signatures:type_name -> docrender.jobs.v1.InspectReport.Signature
+	13, // 28: docrender.jobs.v1.BatchDocumentJob.render:type_name -> docrender.jobs.v1.RenderJob
+	23, // 29: docrender.jobs.v1.Report.failed_requests:type_name -> docrender.jobs.v1.FailedRequest
+	15, // 30: docrender.jobs.v1.Report.template_errors:type_name -> docrender.jobs.v1.TemplateError
+	0,  // 31: docrender.jobs.v1.Result.error_kind:type_name -> docrender.jobs.v1.ErrorKind
+	24, // 32: docrender.jobs.v1.Result.report:type_name -> docrender.jobs.v1.Report
+	19, // 33: docrender.jobs.v1.Result.inspect:type_name -> docrender.jobs.v1.InspectReport
+	34, // [34:34] is the sub-list for method output_type
+	34, // [34:34] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_jobs_proto_init() }
@@ -2869,7 +3039,7 @@ func file_jobs_proto_init() {
 	if File_jobs_proto != nil {
 		return
 	}
-	file_jobs_proto_msgTypes[14].OneofWrappers = []any{
+	file_jobs_proto_msgTypes[16].OneofWrappers = []any{
 		(*Job_Render)(nil),
 		(*Job_Merge)(nil),
 		(*Job_Zip)(nil),
@@ -2882,7 +3052,7 @@ func file_jobs_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jobs_proto_rawDesc), len(file_jobs_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   29,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
