@@ -58,3 +58,27 @@ func BatchWatermark(batchID string) string { return BatchDir(batchID) + "waterma
 func BatchReport(batchID string, i int) string {
 	return BatchDir(batchID) + "report/" + strconv.Itoa(i) + ".json"
 }
+
+// TemplatesPrefix holds stored templates (DESIGN §9): every version of
+// every template, each under a prefix of its own that never changes once a
+// record names it. They are kept until their template (or version) is
+// deleted, and then some (gateway/templates): no lifecycle rule applies.
+const TemplatesPrefix = "templates/"
+
+// TemplateDir is the prefix of everything stored for one template.
+func TemplateDir(id string) string { return TemplatesPrefix + id + "/" }
+
+// TemplateVersion is the prefix of one version of a template: its files
+// and its sample data.
+func TemplateVersion(id string, version int) string {
+	return TemplateDir(id) + "v" + strconv.Itoa(version) + "/"
+}
+
+// TemplateFiles is the prefix of a template version's files: file f (a
+// relative path, as uploaded) is at TemplateFiles(id, version) + f.
+func TemplateFiles(id string, version int) string { return TemplateVersion(id, version) + "files/" }
+
+// TemplateSample is where a template version's sampleData (JSON) is
+// stored, when it was uploaded with one. It sits beside TemplateFiles, not
+// in it: an uploaded file may have any name.
+func TemplateSample(id string, version int) string { return TemplateVersion(id, version) + "sample.json" }

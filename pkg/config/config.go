@@ -32,6 +32,9 @@ type Plan struct {
 	Concurrency int
 	// Rate is how many keyed requests one account may make a minute.
 	Rate int
+	// Templates is how many stored templates one account may keep
+	// (DESIGN §9); versions of a stored template are not counted.
+	Templates int64
 }
 
 // Config is the whole configuration of a gateway or worker process.
@@ -202,9 +205,9 @@ func load(getenv func(string) string) (Config, map[string]bool, error) {
 		c.SelfServicePlans = append([]string(nil), PlanNames...)
 	}
 	defaults := map[string]Plan{
-		"hobby":      {Conversions: 100, Hosted: 10, Retention: 24 * time.Hour, MaxBatch: 10, Concurrency: 2, Rate: 60},
-		"pro":        {Conversions: 10000, Hosted: 500, Retention: 168 * time.Hour, MaxBatch: 200, Concurrency: 8, Rate: 600},
-		"enterprise": {Conversions: 100000, Hosted: 10000, Retention: 720 * time.Hour, MaxBatch: 5000, Concurrency: 32, Rate: 6000},
+		"hobby":      {Conversions: 100, Hosted: 10, Retention: 24 * time.Hour, MaxBatch: 10, Concurrency: 2, Rate: 60, Templates: 5},
+		"pro":        {Conversions: 10000, Hosted: 500, Retention: 168 * time.Hour, MaxBatch: 200, Concurrency: 8, Rate: 600, Templates: 100},
+		"enterprise": {Conversions: 100000, Hosted: 10000, Retention: 720 * time.Hour, MaxBatch: 5000, Concurrency: 32, Rate: 6000, Templates: 1000},
 	}
 	c.Plans = make(map[string]Plan, len(defaults))
 	for _, name := range PlanNames {
@@ -218,6 +221,7 @@ func load(getenv func(string) string) (Config, map[string]bool, error) {
 			MaxBatch:    p.integer(up+"MAX_BATCH", d.MaxBatch),
 			Concurrency: p.integer(up+"CONCURRENCY", d.Concurrency),
 			Rate:        p.integer(up+"RATE", d.Rate),
+			Templates:   int64(p.integer(up+"TEMPLATES", int(d.Templates))),
 		}
 		pl := c.Plans[name]
 		p.atLeast(up+"CONVERSIONS", int(pl.Conversions), 1)
@@ -226,6 +230,7 @@ func load(getenv func(string) string) (Config, map[string]bool, error) {
 		p.atLeast(up+"MAX_BATCH", pl.MaxBatch, 1)
 		p.atLeast(up+"CONCURRENCY", pl.Concurrency, 1)
 		p.atLeast(up+"RATE", pl.Rate, 1)
+		p.atLeast(up+"TEMPLATES", int(pl.Templates), 0)
 	}
 	if _, ok := c.Plans[c.DefaultPlan]; !ok {
 		p.fail("DOCRENDER_DEFAULT_PLAN", c.DefaultPlan, "one of hobby, pro, enterprise")

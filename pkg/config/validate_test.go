@@ -19,6 +19,7 @@ func TestBadSettingsRefuseToStart(t *testing.T) {
 	}{
 		{"zero conversions", map[string]string{"DOCRENDER_PLAN_HOBBY_CONVERSIONS": "0"}, []string{"DOCRENDER_PLAN_HOBBY_CONVERSIONS", "at least 1"}},
 		{"negative hosted", map[string]string{"DOCRENDER_PLAN_PRO_HOSTED": "-1"}, []string{"DOCRENDER_PLAN_PRO_HOSTED"}},
+		{"negative templates", map[string]string{"DOCRENDER_PLAN_HOBBY_TEMPLATES": "-1"}, []string{"DOCRENDER_PLAN_HOBBY_TEMPLATES", "at least 0"}},
 		{"zero batch", map[string]string{"DOCRENDER_PLAN_ENTERPRISE_MAX_BATCH": "0"}, []string{"DOCRENDER_PLAN_ENTERPRISE_MAX_BATCH"}},
 		{"zero concurrency", map[string]string{"DOCRENDER_PLAN_HOBBY_CONCURRENCY": "0"}, []string{"DOCRENDER_PLAN_HOBBY_CONCURRENCY"}},
 		{"zero rate", map[string]string{"DOCRENDER_PLAN_PRO_RATE": "0"}, []string{"DOCRENDER_PLAN_PRO_RATE"}},
@@ -74,6 +75,11 @@ func TestGoodSettingsLoad(t *testing.T) {
 			}
 			if p := c.Plans["hobby"]; p.Concurrency != 2 || p.Rate != 60 {
 				t.Errorf("hobby concurrency %d, rate %d: want DESIGN §2's 2 and 60", p.Concurrency, p.Rate)
+			}
+			for plan, want := range map[string]int64{"hobby": 5, "pro": 100, "enterprise": 1000} {
+				if got := c.Plans[plan].Templates; got != want {
+					t.Errorf("%s templates %d: want DESIGN §2's %d", plan, got, want)
+				}
 			}
 			if c.MaxStreamsPerAccount != 20 {
 				t.Errorf("streams per account %d: want DESIGN §2's 20", c.MaxStreamsPerAccount)
