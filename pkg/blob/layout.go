@@ -81,4 +81,6 @@ func TemplateFiles(id string, version int) string { return TemplateVersion(id, v
 // TemplateSample is where a template version's sampleData (JSON) is
 // stored, when it was uploaded with one. It sits beside TemplateFiles, not
 // in it: an uploaded file may have any name.
-func TemplateSample(id string, version int) string { return TemplateVersion(id, version) + "sample.json" }
+func TemplateSample(id string, version int) string {
+	return TemplateVersion(id, version) + "sample.json"
+}
