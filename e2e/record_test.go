@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/docrender/docrender/worker/pdfcheck"
 )
 
 // recordPage is a page a PDF/UA can be made of: a title, a language, an
@@ -85,6 +87,15 @@ func checkRecordPDF(t testing.TB, pdf []byte, pdfa string, pdfua bool) {
 		}
 	}
 	run(t, "qpdf", "--check", p)
+	// Our own checker on the bytes, its byte-level rules included (the
+	// service checks the model it wrote; the tests check every file).
+	vs, err := pdfcheck.Check(pdf, pdfcheck.Level{PDFA: pdfa, PDFUA: pdfua})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs {
+		t.Errorf("pdfcheck: %s", v)
+	}
 }
 
 func field(out, name string) string {

@@ -25,6 +25,10 @@ type RecordSpec struct {
 	// Prepare, when set, is the last edit before the write: a signature's
 	// field and placeholder (sign.Prepare), sealed after the write.
 	Prepare func(*model.Context) error
+	// Written, when set, is shown the document as written (its Info as
+	// pdfcpu stamped it, its XMP): the conformance check runs on this model
+	// rather than parsing the output again. Its error fails Finish.
+	Written func(*model.Context) error
 }
 
 // OptionError is an option the document cannot satisfy, found only once it
@@ -67,6 +71,11 @@ func Finish(ctx context.Context, pdf []byte, spec RecordSpec) ([]byte, error) {
 			return nil, err
 		}
 		if !withXMP(rec) || sameSecond(out.Bytes(), pc, now) {
+			if spec.Written != nil {
+				if err := spec.Written(pc); err != nil {
+					return nil, err
+				}
+			}
 			return out.Bytes(), nil
 		}
 		last = errors.New("pdfedit: the write kept crossing a second: Info and XMP dates differ")
