@@ -11,6 +11,7 @@ import (
 	"github.com/docrender/docrender/pkg/blob"
 	"github.com/docrender/docrender/pkg/tracing"
 	"github.com/docrender/docrender/proto/jobspb"
+	"github.com/docrender/docrender/worker/egress"
 	"github.com/docrender/docrender/worker/render"
 )
 
@@ -19,9 +20,23 @@ import (
 // client must hear about, and an error for what should be retried.
 func (w *Worker) handleRender(ctx context.Context, job *jobspb.Job, rj *jobspb.RenderJob) (*jobspb.Result, error) {
 	lctx, span := tracing.Child(ctx, "load bundle", attribute.Int("docrender.files", len(rj.Files)))
-	b, err := render.LoadBundle(lctx, w.blobs, rj.BundlePrefix, rj.Files)
+	var b egress.Bundle
+	var err error
+	if rj.GetTemplate() != nil {
+		// A stored template filled with the job's data (DESIGN §9).
+		b, err = w.fillTemplate(lctx, job, rj)
+	} else {
+		b, err = render.LoadBundle(lctx, w.blobs, rj.BundlePrefix, rj.Files)
+	}
 	tracing.End(span, err)
 	if err != nil {
+		var bad *templateFailure
+		switch {
+		case errors.As(err, &bad):
+			return bad.res, nil
+		case errors.Is(err, errTemplateGone):
+			return failure(jobspb.ErrorKind_ERROR_KIND_BAD_INPUT, "The template was deleted before the document was rendered."), nil
+		}
 		if errors.Is(err, blob.ErrNotFound) {
 			// The gateway gave up on the job and cleaned up: nothing to do.
 			return failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, "The uploaded files are gone."), nil

@@ -43,6 +43,8 @@ type Worker struct {
 	// DOCRENDER_SIGNING_DIR; tsa stamps PAdES B-T signatures.
 	identities map[string]*sign.Identity
 	tsa        *sign.TSA
+	// templates keeps stored templates parsed between jobs (DESIGN §9).
+	templates *templateCache
 }
 
 // tabsPerSlot is how many warm tabs the pool keeps per render slot (the
@@ -71,7 +73,8 @@ func New(ctx context.Context, cfg config.Config, q *queue.Conn, blobs blob.Store
 		proxy.Close()
 		return nil, fmt.Errorf("worker: %w", err)
 	}
-	w := &Worker{cfg: cfg, q: q, blobs: blobs, log: log, proxy: proxy, pool: pool, identities: ids}
+	w := &Worker{cfg: cfg, q: q, blobs: blobs, log: log, proxy: proxy, pool: pool, identities: ids,
+		templates: newTemplateCache(templateCacheBytes)}
 	if cfg.TSAURL != "" {
 		// The operator's TSA, outside the page egress rules (DESIGN §2).
 		w.tsa = &sign.TSA{URL: cfg.TSAURL}

@@ -17,6 +17,7 @@
 package batch
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -192,7 +193,14 @@ type Document struct {
 	// Own is the document's own print options (DESIGN §6, its fields over
 	// the batch's options); nil: the batch's.
 	Own *pdfopts.PrintOptions
+	// Data fills the batch's stored template (DESIGN §9), a JSON object,
+	// instead of HTML.
+	Data []byte
 }
+
+// inlineDataBytes is the most template data a job message carries; more
+// travels through the blob store.
+const inlineDataBytes = 256 << 10
 
 // Submit starts r, whose conversions (r.Charge) and, with r.Host, hosted
 // slot (r.ZipID) are reserved: from here the batch owns them. It stores
@@ -269,6 +277,19 @@ func (t *Tracker) Submit(ctx context.Context, r *Record, docs []Document, render
 		if own := docs[i].Own; own != nil {
 			rj.Print, rj.Info, rj.Encryption, rj.Record, fetch = own.Print, own.Info, own.Encryption, ownRec[i], own.Fetch
 		}
+		if fill := render.GetTemplate(); fill != nil {
+			// A stored template's files, filled with this document's data.
+			rj.BundlePrefix, rj.Files, rj.Entry = render.GetBundlePrefix(), render.GetFiles(), render.GetEntry()
+			rj.Template = &jobspb.TemplateFill{TemplateId: fill.TemplateId, Version: fill.Version, DataJson: docs[i].Data}
+			if len(docs[i].Data) > inlineDataBytes {
+				key := blob.BatchInputs(r.ID, i) + "data.json"
+				if err := t.blobs.Put(ctx, key, bytes.NewReader(docs[i].Data), int64(len(docs[i].Data))); err != nil {
+					t.refused(ctx, r, i, err)
+					return fmt.Errorf("batch: store document %d's data: %w", i, err)
+				}
+				rj.Template.DataJson, rj.Template.DataKey = nil, key
+			}
+		}
 		if docs[i].URL != "" {
 			rj.BundlePrefix, rj.Files, rj.Entry = "", nil, ""
 			rj.Url = proto.CloneOf(fetch)
@@ -298,8 +319,8 @@ func (t *Tracker) writeInputs(ctx context.Context, id string, docs []Document) e
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if d.URL != "" {
-				return // fetched by the worker
+			if d.URL != "" || d.Data != nil {
+				return // fetched by the worker, or a stored template's data
 			}
 			err := t.blobs.Put(ctx, blob.BatchInputs(id, i)+"index.html", strings.NewReader(d.HTML), int64(len(d.HTML)))
 			if err != nil {
