@@ -46,7 +46,7 @@ soak: setup build
 # Every hostile-input fuzz target for FUZZTIME each (their seed corpora run
 # in make test as plain tests). One target per go test -fuzz call.
 FUZZTIME ?= 60s
-FUZZ_TARGETS := pkg/pdfopts:FuzzParseJSON pkg/limits:FuzzImage pkg/qr:FuzzRequest \
+FUZZ_TARGETS := pkg/pdfopts:FuzzParseJSON pkg/limits:FuzzImage pkg/qr:FuzzRequest pkg/tmpl:FuzzRender \
 	worker/pdfedit:FuzzMerge worker/pdfedit:FuzzInspect worker/pdfedit:FuzzWatermarkImage worker/pdfedit:FuzzPageCount worker/pdfcheck:FuzzCheck worker/sign:FuzzRead \
 	gateway/server:FuzzMultipart
 fuzz:

@@ -54,6 +54,10 @@ type hctx struct {
 	entity  bool   // the value's literal text ends inside a character reference
 	urlFix  bool   // in a URL value: the scheme is decided (a ':' '/' '?' '#' was seen)
 	urlDyn  bool   // in a URL value: a mustache came before the scheme was decided
+	scheme  string // in a URL value: the literal text before the scheme is decided
+	badURL  bool   // in a URL value: the template's own scheme is not a safe one (javascript:)
+	glue    bool   // a block ended an attribute name: the next char must end it
+	dataURL bool   // in a URL value: after a literal "data:", before its ';' or ','
 	lang    *langCapture
 }
 
@@ -103,11 +107,18 @@ func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\
 func isLetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
 
 // feed advances c over literal template text s. It returns the offset in s
-// of a ':' that would end a URL scheme started by a mustache, else -1.
+// of a ':' that would end a URL scheme started by a mustache, or of a
+// character that would glue onto an attribute name a block ended, else -1.
 func (c *hctx) feed(s string) (bad int) {
 	bad = -1
 	for i := 0; i < len(s); i++ {
 		b := s[i]
+		if c.glue {
+			c.glue = false
+			if !(isSpace(b) || b == '>' || b == '/') {
+				return i
+			}
+		}
 		switch c.state {
 		case sText:
 			if b == '<' {
@@ -215,7 +226,7 @@ func (c *hctx) feed(s string) (bad int) {
 				c.lang.done = true
 			}
 			c.state, c.attr = sTag, ""
-			c.entity, c.urlFix, c.urlDyn = false, false, false
+			c.startValue()
 		case sValueUnq:
 			switch {
 			case isSpace(b):
@@ -284,7 +295,9 @@ func (c *hctx) closeTag() {
 	c.state = sText
 }
 
-func (c *hctx) startValue() { c.entity, c.urlFix, c.urlDyn = false, false, false }
+func (c *hctx) startValue() {
+	c.entity, c.urlFix, c.urlDyn, c.scheme, c.badURL, c.dataURL = false, false, false, "", false, false
+}
 
 // valueText is literal text inside a quoted attribute value (without the
 // closing quote). It keeps the URL state: the scheme of a URL is decided by
@@ -305,6 +318,16 @@ func (c *hctx) valueText(s string) (schemeFromData bool) {
 	}
 	d := html.UnescapeString(s)
 	for i := 0; i < len(d); i++ {
+		if c.dataURL {
+			// data: is safe for raster images only: decide on the media type.
+			if d[i] == ';' || d[i] == ',' {
+				c.badURL = !isSafeURL(c.scheme + ",")
+				c.dataURL, c.scheme = false, ""
+			} else if len(c.scheme) < 64 {
+				c.scheme += d[i : i+1]
+			}
+			continue
+		}
 		switch d[i] {
 		case ',':
 			if k == attrSrcset {
@@ -315,14 +338,25 @@ func (c *hctx) valueText(s string) (schemeFromData bool) {
 				if c.urlDyn {
 					schemeFromData = true
 				}
+				c.badURL = !isSafeURL(c.scheme + ":")
+				if strings.EqualFold(strings.TrimSpace(c.scheme), "data") {
+					c.dataURL, c.scheme = true, "data:"
+				} else {
+					c.scheme = ""
+				}
 				c.urlFix, c.urlDyn = true, false
 			}
+			continue
 		case '/', '?', '#':
-			c.urlFix = true
+			c.urlFix, c.scheme = true, ""
+			continue
 		case ' ', '\t', '\n', '\r', '\f':
 			if k == attrSrcset && (c.urlFix || c.urlDyn) {
 				c.urlFix = true // the descriptor
 			}
+		}
+		if !c.urlFix && len(c.scheme) < 64 {
+			c.scheme += d[i : i+1]
 		}
 	}
 	return schemeFromData
@@ -357,7 +391,8 @@ func (c hctx) norm() hctx {
 		if c.state != sTag && c.state != sTagName {
 			n.attr = c.attr
 		}
-		n.entity, n.urlFix, n.urlDyn = c.entity, c.urlFix, c.urlDyn
+		n.entity, n.urlFix, n.urlDyn, n.scheme, n.badURL, n.dataURL = c.entity, c.urlFix, c.urlDyn, c.scheme, c.badURL, c.dataURL
 	}
+	n.glue = c.glue
 	return n
 }

@@ -33,7 +33,6 @@ type expr struct {
 	line   int
 	head   *param // path or literal
 	params []*param
-	site   string // the per-site helper name when this is a helper call
 }
 
 type param struct {
@@ -420,7 +419,11 @@ func (a *analyzer) program(prog []*stmt, c hctx) hctx {
 	for _, s := range prog {
 		switch s.kind {
 		case stContent:
+			glued := c.glue
 			if bad := c.feed(s.text); bad >= 0 {
+				if glued && bad == 0 {
+					a.fail(lineAt(s, bad), "an attribute name must end where a block ends (add a space after {{/...}})")
+				}
 				a.fail(lineAt(s, bad), "a URL's scheme would be made from data: a ':' follows a {{value}} at the start of %s=\"...\"", c.attrOr())
 			}
 		case stMustache:
@@ -474,6 +477,10 @@ func (a *analyzer) where(c *hctx, line int, what string) ctxKind {
 				problem = "in an attribute of the SVG animation element <" + c.elem + ">"
 			}
 		case attrURL:
+			if c.badURL {
+				problem = "in a URL whose scheme is not http, https, mailto or tel (" + c.attr + "=\"javascript:...\")"
+				break
+			}
 			if c.urlFix {
 				return ctxAttr
 			}
@@ -505,13 +512,25 @@ func (a *analyzer) where(c *hctx, line int, what string) ctxKind {
 
 // blockAt checks that a block tag may stand at c (it outputs only the
 // template's own text) and settles the context.
-func (a *analyzer) blockAt(c hctx, line int, tag string) hctx {
+func (a *analyzer) blockAt(c hctx, line int, tag string, end bool) hctx {
 	switch c.state {
-	case sText, sTag:
+	case sText:
 		return c
+	case sTag:
+		if !c.glue {
+			return c
+		}
 	case sAfterName:
-		c.state = sTag
-		return c
+		if !c.glue {
+			c.state = sTag
+			return c
+		}
+	case sAttrName:
+		if end {
+			// <input {{#if on}}checked{{/if}}>: the name ends with the block.
+			c.attr, c.name, c.state, c.glue = c.name, "", sTag, true
+			return c
+		}
 	case sValueDQ, sValueSQ:
 		if !c.entity {
 			return c
@@ -658,7 +677,7 @@ func literalValue(p *param) any {
 func (a *analyzer) block(s *stmt, c hctx) hctx {
 	e := s.e
 	h := e.head
-	c = a.blockAt(c, s.line, "{{#"+h.text+"}}")
+	c = a.blockAt(c, s.line, "{{#"+h.text+"}}", false)
 	if h.kind != lexer.TokenID || !h.path.simple || !blockHelpers[h.text] {
 		if helperArity[h.text] != [2]int{} {
 			a.fail(s.line, "%s is not a block helper: write {{%s ...}}", h.text, h.text)
@@ -703,14 +722,14 @@ func (a *analyzer) block(s *stmt, c hctx) hctx {
 	} else {
 		fn = a.program(s.prog, c)
 	}
-	fn = a.blockAt(fn, s.closeLine, "the end of "+tag)
+	fn = a.blockAt(fn, s.closeLine, "the end of "+tag, true)
 	inv := c
 	switch {
 	case s.chain != nil:
 		inv = a.block(s.chain, c)
 	case s.inverse != nil:
 		inv = a.program(s.inverse, c)
-		inv = a.blockAt(inv, s.closeLine, "the end of "+tag)
+		inv = a.blockAt(inv, s.closeLine, "the end of "+tag, true)
 	}
 	j, ok := join(fn, inv)
 	if ok && h.text == "each" {
@@ -736,10 +755,12 @@ func join(x, y hctx) (hctx, bool) {
 	// Within one URL value, the less decided wins: the next value is filtered.
 	xs, ys := x, y
 	xs.urlFix, xs.urlDyn, ys.urlFix, ys.urlDyn = false, false, false, false
+	xs.glue, ys.glue = false, false
 	if xs == ys {
 		j := x
 		j.urlFix = x.urlFix && y.urlFix
 		j.urlDyn = x.urlDyn || y.urlDyn
+		j.glue = x.glue || y.glue
 		return j, true
 	}
 	return x, false
