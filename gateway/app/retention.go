@@ -71,7 +71,8 @@ func lifecycleDays(plans map[string]config.Plan) int {
 }
 
 // startSweeper deletes expired files every minute, gives back the
-// conversions of requests whose gateway died mid-request, and on local disk
+// conversions of requests whose gateway died mid-request, deletes the blobs
+// of deleted templates after their grace, and on local disk
 // deletes the temporary files of jobs abandoned more than an hour ago, until Close.
 func (a *App) startSweeper(index *files.Store) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -82,6 +83,14 @@ func (a *App) startSweeper(index *files.Store) {
 		log := a.Log.With("component", "sweeper")
 		index.RunSweeper(ctx, a.sweepInterval(), func(err error) {
 			log.Warn("sweep failed", "err", err)
+		})
+	}()
+	a.sweepWG.Add(1)
+	go func() {
+		defer a.sweepWG.Done()
+		// Deleted templates' blobs, once renders queued before the delete are over.
+		a.Server.Templates().RunSweeper(ctx, a.sweepInterval(), func(err error) {
+			a.Log.Warn("sweeping deleted templates failed", "err", err)
 		})
 	}()
 	a.sweepWG.Add(1)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -132,9 +133,10 @@ func excluded(path string) string {
 func TestDocumentSecurityMatchesRouteAuth(t *testing.T) {
 	g := newGateway(t, nil)
 	want := map[auth][]string{
-		apiKey:  {"apiKeyBearer", "apiKeyHeader", "sessionCookie"},
-		session: {"sessionBearer", "sessionCookie"},
-		admin:   {"adminBearer"},
+		apiKey:       {"apiKeyBearer", "apiKeyHeader", "sessionCookie"},
+		keyOrSession: {"apiKeyBearer", "apiKeyHeader", "sessionBearer", "sessionCookie"},
+		session:      {"sessionBearer", "sessionCookie"},
+		admin:        {"adminBearer"},
 	}
 	doc := documented(t)
 	for _, r := range g.srv.routeTable() {
@@ -308,6 +310,16 @@ func TestAnswersMatchDocument(t *testing.T) {
 		{"hosted list no session", "GET", "/api/hosted-pdfs/list", nil, nil, 401},
 		{"delete hosted", "DELETE", "/api/hosted-pdfs/" + pdfID, nil, sess, 200},
 		{"view deleted", "GET", "/pdf/view/" + pdfID, nil, nil, 404},
+		// Templates (DESIGN §9).
+		{"template upload", "POST", "/api/templates", multipartForm(t, [][2]string{{"name", "invoice"}, {"sampleData", `{"n":1}`}}, page), key, 201},
+		{"template new version", "POST", "/api/templates", multipartForm(t, [][2]string{{"name", "invoice"}}, page), sess, 201},
+		{"template refused", "POST", "/api/templates", multipartForm(t, [][2]string{{"name", "bad"}}, [2]string{"index.html", "{{{raw}}}"}), key, 400},
+		{"template no name", "POST", "/api/templates", multipartForm(t, nil, page), key, 400},
+		{"template list", "GET", "/api/templates?page=1&limit=5", nil, key, 200},
+		{"template list bad page", "GET", "/api/templates?page=0", nil, sess, 400},
+		{"template list no credentials", "GET", "/api/templates", nil, nil, 401},
+		{"template unknown", "GET", "/api/templates/" + unknown, nil, key, 404},
+		{"template delete unknown", "DELETE", "/api/templates/" + unknown, nil, sess, 404},
 		// Accounts, keys, billing.
 		{"register", "POST", "/api/auth/register", map[string]string{"email": "doc@example.com", "password": "correct horse battery"}, nil, 201},
 		{"register again", "POST", "/api/auth/register", map[string]string{"email": "doc@example.com", "password": "correct horse battery"}, nil, 409},
@@ -356,6 +368,20 @@ func TestAnswersMatchDocument(t *testing.T) {
 	for _, c := range calls {
 		check(c)
 	}
+	// A stored template read and deleted; the plan's limit.
+	tpl, err := g.srv.Templates().ByName(context.Background(), g.user.ID, "invoice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(call{"template get", "GET", "/api/templates/" + tpl.ID, nil, sess, 200})
+	for i := range 5 { // the other account is on hobby still
+		g.do(req{method: "POST", path: "/api/templates", key: otherKey, body: multipartForm(t, [][2]string{{"name", fmt.Sprint("t", i)}}, page)}).
+			check(t, expect{status: 201})
+	}
+	check(call{"template over the plan", "POST", "/api/templates", multipartForm(t, [][2]string{{"name", "sixth"}}, page),
+		map[string]string{"X-API-Key": otherKey}, 403})
+	check(call{"template delete", "DELETE", "/api/templates/" + tpl.ID, nil, key, 200})
+	check(call{"template deleted", "GET", "/api/templates/" + tpl.ID, nil, key, 404})
 	// A full queue: 429 with Retry-After. (A sync batch's ZIP needs a
 	// worker, which the fake queue is not: e2e covers that answer.)
 	g.queue.refuse = queue.ErrQueueFull

@@ -103,6 +103,28 @@ func (s *Server) requireKey(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// requireKeyOrSession authenticates routes open to programs and to the
+// dashboard alike: an API key as requireKey takes it, or a session as
+// requireSession does (the bearer token included). An Authorization:
+// Bearer value of a key's form is a key; any other is a session token.
+func (s *Server) requireKeyOrSession(next echo.HandlerFunc) echo.HandlerFunc {
+	keyed := s.requireKey(next)
+	return func(c echo.Context) error {
+		if c.Request().Header.Get("X-API-Key") != "" || account.WellFormedKey(bearer(c)) {
+			return keyed(c)
+		}
+		if bearer(c) != "" {
+			u, _, err := s.sessionUser(c, true)
+			if err != nil {
+				return err
+			}
+			c.Set(ctxUser, u)
+			return next(c)
+		}
+		return keyed(c) // the cookie, or "API key required"
+	}
+}
+
 // requireSession authenticates /api routes: the session cookie or bearer token.
 func (s *Server) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {

@@ -31,7 +31,8 @@ const (
 )
 
 // uploadRoutes are the routes whose bodies may be as large as the upload limit.
-var uploadRoutes = map[string]bool{"/pdf/generate": true, "/pdf/merge": true, "/pdf/generate-batch": true, "/pdf/inspect": true}
+var uploadRoutes = map[string]bool{"/pdf/generate": true, "/pdf/merge": true, "/pdf/generate-batch": true, "/pdf/inspect": true,
+	"/api/templates": true}
 
 // bodyLimit is the largest body the request's route accepts.
 func (s *Server) bodyLimit(c echo.Context) int64 {

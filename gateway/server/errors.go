@@ -8,6 +8,7 @@ import (
 
 	"github.com/docrender/docrender/gateway/account"
 	"github.com/docrender/docrender/gateway/server/apierr"
+	"github.com/docrender/docrender/gateway/templates"
 	"github.com/docrender/docrender/pkg/files"
 	"github.com/docrender/docrender/pkg/invalid"
 	"github.com/docrender/docrender/pkg/netguard"
@@ -34,6 +35,7 @@ var answers = []answer{
 	{files.ErrNotFound, http.StatusNotFound, "PDF not found. It may have expired or been deleted.", ""},
 	{files.ErrPrivate, http.StatusUnauthorized, "This PDF is private. Send the owner's API key or session.", ""},
 	{files.ErrForeign, http.StatusForbidden, "This PDF belongs to another account.", ""},
+	{templates.ErrNotFound, http.StatusNotFound, "Template not found.", ""},
 	{account.ErrEmailTaken, http.StatusConflict, "An account with this email already exists.", ""},
 	{account.ErrDisabled, http.StatusUnauthorized, "This account is disabled. Contact the operator of this service.", ""},
 	{account.ErrBadLogin, http.StatusUnauthorized, "Invalid email or password.", ""},
@@ -61,6 +63,7 @@ func httpError(err error) *apierr.Error {
 		offered *account.PlanNotOfferedError
 		signer  *account.SigningRefusedError
 		mbe     *http.MaxBytesError
+		tpls    *templates.LimitError
 	)
 	switch {
 	case errors.As(err, &ae):
@@ -78,6 +81,10 @@ func httpError(err error) *apierr.Error {
 	case errors.As(err, &hosted):
 		e := apierr.HostedLimitReached(fmt.Sprintf("The plan's maximum of %d hosted files is reached.", hosted.Limit))
 		e.Err = err
+		return e
+	case errors.As(err, &tpls):
+		e := apierr.Newf(http.StatusForbidden, "The plan's maximum of %d templates is reached.", tpls.Limit)
+		e.Hint, e.Err = "Delete a template, upload a new version of a stored one (same name), or change plan.", err
 		return e
 	case errors.As(err, &quota):
 		e := apierr.Quota(fmt.Sprintf("Monthly conversion limit of the %s plan reached (%d of %d used; this request needs %d).",

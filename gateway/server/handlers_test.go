@@ -603,7 +603,7 @@ func TestRouteTableAuth(t *testing.T) {
 			a := g.do(req{method: m, path: path, key: "-", body: "{}"})
 			msg, _ := a.json["message"].(string)
 			switch r.auth {
-			case apiKey:
+			case apiKey, keyOrSession:
 				if a.status != 401 || !strings.Contains(msg, "API key required") {
 					t.Errorf("%s %s without a key: %d %s", m, r.path, a.status, a.body)
 				}

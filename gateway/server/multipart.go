@@ -27,7 +27,16 @@ type form struct {
 	// otherParts names file parts sent under another key than "files",
 	// for the hint of a request without files.
 	otherParts []string
+	// want names the route's own small fields (the template upload's name
+	// and sampleData) with the bound of each in bytes; text holds them.
+	want textFields
+	text map[string]string
 }
+
+// textFields are a route's own small fields, each with its bound in bytes.
+// They are read as text whether sent as a field or as a file part (curl -F
+// sampleData=@data.json).
+type textFields map[string]int
 
 // fileFunc takes one "files" part: its name as sent (rawFileName), its
 // content type ("application/octet-stream" when none) and its bytes, which
@@ -41,12 +50,17 @@ type fileFunc func(ctx context.Context, name, mimeType string, body io.Reader) e
 // other keys; drains the rest. A failure of the body itself becomes its
 // answer (bodyError).
 func readForm(c echo.Context, file fileFunc, record *recordParts) (*form, error) {
+	return readFormFields(c, file, record, nil)
+}
+
+// readFormFields is readForm that also keeps the fields of want.
+func readFormFields(c echo.Context, file fileFunc, record *recordParts, want textFields) (*form, error) {
 	mr, err := c.Request().MultipartReader()
 	if err != nil {
 		return nil, apierr.Bad("Malformed multipart body: %v", err)
 	}
 	ctx := c.Request().Context()
-	f := &form{}
+	f := &form{want: want}
 	for {
 		part, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
@@ -93,6 +107,20 @@ func (f *form) readPart(ctx context.Context, field, name, mimeType string, r io.
 		}
 		f.url, f.hasURL = string(b), true
 	default:
+		if limit, ok := f.want[field]; ok {
+			b, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
+			if err != nil {
+				return bodyError(err)
+			}
+			if len(b) > limit {
+				return apierr.Invalid(field, fmt.Sprintf("larger than %d bytes", limit))
+			}
+			if f.text == nil {
+				f.text = map[string]string{}
+			}
+			f.text[field] = string(b)
+			return nil
+		}
 		if name != "" {
 			f.otherParts = append(f.otherParts, field)
 		}

@@ -17,6 +17,10 @@ const (
 	apiKey
 	// session: the session cookie or Authorization: Bearer <session token>.
 	session
+	// keyOrSession: an API key (X-API-Key, or Authorization: Bearer with a
+	// key), else a session: the cookie or Authorization: Bearer <session
+	// token> (DESIGN §9's template routes).
+	keyOrSession
 	// admin: Authorization: Bearer <DOCRENDER_ADMIN_TOKEN>. Without a
 	// token these routes do not exist (404 like any unknown path).
 	admin
@@ -72,6 +76,13 @@ func (s *Server) routeTable() []route {
 		{get, "/api/hosted-pdfs/:pdfId/metadata", public, s.hostedMetadata, false},
 		{del, "/api/hosted-pdfs/:pdfId", session, s.deleteHosted, false},
 
+		// Stored templates (DESIGN §9): templates.go. The preview,
+		// GET /api/templates/:id/preview, renders (the render path's).
+		{post, "/api/templates", keyOrSession, s.uploadTemplate, false},
+		{get, "/api/templates", keyOrSession, s.listTemplates, false},
+		{get, "/api/templates/:id", keyOrSession, s.getTemplate, false},
+		{del, "/api/templates/:id", keyOrSession, s.deleteTemplate, false},
+
 		// Plans and usage (spec 4.15): billing.go.
 		{get, "/api/billing/usage", session, s.usage, false},
 		{get, "/api/billing/subscription", session, s.subscription, false},
@@ -107,7 +118,8 @@ func (s *Server) routeTable() []route {
 // routes registers routeTable with each route's authentication.
 func (s *Server) routes() {
 	s.batches = newBatchAPI(s)
-	guard := map[auth]echo.MiddlewareFunc{apiKey: s.requireKey, session: s.requireSession, admin: s.requireAdmin()}
+	guard := map[auth]echo.MiddlewareFunc{apiKey: s.requireKey, keyOrSession: s.requireKeyOrSession,
+		session: s.requireSession, admin: s.requireAdmin()}
 	for _, r := range s.routeTable() {
 		if r.auth == admin && s.Config.AdminToken == "" {
 			continue
@@ -116,7 +128,7 @@ func (s *Server) routes() {
 		if g := guard[r.auth]; g != nil {
 			mw = append(mw, g)
 		}
-		if r.auth == apiKey {
+		if r.auth == apiKey || r.auth == keyOrSession {
 			mw = append(mw, s.limitAccount(r.renders))
 		}
 		s.e.Match(r.methods, r.path, r.handler, mw...)

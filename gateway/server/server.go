@@ -19,6 +19,7 @@ import (
 	"github.com/docrender/docrender/gateway/idempotency"
 	"github.com/docrender/docrender/gateway/memlimits"
 	"github.com/docrender/docrender/gateway/server/apierr"
+	"github.com/docrender/docrender/gateway/templates"
 	"github.com/docrender/docrender/pkg/blob"
 	"github.com/docrender/docrender/pkg/config"
 	"github.com/docrender/docrender/pkg/files"
@@ -93,6 +94,8 @@ type Server struct {
 	e     *echo.Echo
 	acct  *account.Service
 	files *files.Store
+	// templates are the accounts' stored templates (templates.go).
+	templates *templates.Store
 	// routeSet holds the registered route templates: anything else is
 	// counted as "unmatched", so scanners cannot mint label values.
 	routeSet map[string]bool
@@ -118,6 +121,7 @@ func (s *Server) Drain() { s.draining.Store(true) }
 func New(d Deps) *Server {
 	s := &Server{Deps: d, e: echo.New(), acct: account.New(d.State, d.Config), files: files.New(d.State, d.Blobs),
 		idem: idempotency.New(d.State), limits: d.State}
+	s.templates = templates.New(d.State, d.Blobs, templateGrace(d.Config))
 	if d.OnlyGateway {
 		s.limits = memlimits.New()
 		s.idem.OnlyProcess()

@@ -34,6 +34,8 @@ type upload struct {
 	otherParts []string
 	// record holds DESIGN §8's parts (attachments, factur-x.xml).
 	record *recordParts
+	// text holds the route's own fields (readUploadFields).
+	text map[string]string
 }
 
 type uploadedFile struct {
@@ -50,22 +52,28 @@ const maxFiles = 1000
 // into the blob store under prefix, the "options" field into memory. Files
 // never sit whole in the gateway's memory.
 func readUpload(c echo.Context, blobs blob.Store, prefix string, record *recordParts) (*upload, error) {
+	return readUploadFields(c, blobs, prefix, record, nil)
+}
+
+// readUploadFields is readUpload that also keeps the route's own small
+// fields (want) in the upload's text.
+func readUploadFields(c echo.Context, blobs blob.Store, prefix string, record *recordParts, want textFields) (*upload, error) {
 	if !isMultipart(c) {
 		return nil, apierr.Bad("Expected multipart/form-data with the HTML under the key \"files\".").
 			WithHint("Send the request as multipart/form-data, e.g. curl -F files=@index.html.")
 	}
 	u := &upload{prefix: prefix, record: record}
 	seen := map[string]bool{}
-	form, err := readForm(c, func(ctx context.Context, raw, mimeType string, body io.Reader) error {
+	form, err := readFormFields(c, func(ctx context.Context, raw, mimeType string, body io.Reader) error {
 		name, err := cleanName(raw)
 		if err != nil {
 			return err
 		}
 		if seen[name] {
-			return apierr.Bad("Duplicate file name %q among the uploads.", name)
+			return apierr.Invalid("files", fmt.Sprintf("duplicate file name %q among the uploads", name))
 		}
 		if len(u.files) >= maxFiles {
-			return apierr.Bad("Too many files: at most %d.", maxFiles)
+			return apierr.Invalid("files", fmt.Sprintf("too many files: at most %d", maxFiles))
 		}
 		seen[name] = true
 		body, err = boundImage(name, body)
@@ -81,9 +89,9 @@ func readUpload(c echo.Context, blobs blob.Store, prefix string, record *recordP
 		}
 		u.files = append(u.files, uploadedFile{Name: name, MimeType: mimeType, Size: cr.n, SHA256: cr.sum.Sum(nil)})
 		return nil
-	}, record)
+	}, record, want)
 	if form != nil {
-		u.options, u.otherParts = form.options, form.otherParts
+		u.options, u.otherParts, u.text = form.options, form.otherParts, form.text
 		u.url, u.hasURL = form.url, form.hasURL
 	}
 	return u, err
