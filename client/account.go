@@ -115,6 +115,9 @@ type Usage struct {
 	ConversionsLimit int64  `json:"conversionsLimit"`
 	HostedCount      int64  `json:"hostedCount"`
 	HostedLimit      int64  `json:"hostedLimit"`
+	// TemplateCount and TemplateLimit: stored templates (DESIGN §9).
+	TemplateCount int64 `json:"templateCount"`
+	TemplateLimit int64 `json:"templateLimit"`
 }
 
 // Usage returns the month's usage (GET /api/billing/usage; needs a session).
@@ -135,6 +138,8 @@ type PlanLimits struct {
 	Hosted           int64 `json:"hosted"`
 	RetentionSeconds int64 `json:"retentionSeconds"`
 	MaxBatch         int   `json:"maxBatch"`
+	// Templates is how many templates the plan stores (versions not counted).
+	Templates int64 `json:"templates"`
 }
 
 // Subscription returns the plan (GET /api/billing/subscription; needs a session).
