@@ -67,6 +67,7 @@ func commandList() []command {
 		{"batch", "DIR [-o out.zip] [--option k=v ...] [--pdfa LEVEL] [--attach FILE ...] [--einvoice PROFILE] [--sign IDENTITY] [--host] [--progress auto|bar|plain|none] [--idempotency-key K]", "render every .html file of DIR into one ZIP, showing progress", runBatch},
 		{"inspect", "FILE", "say what a PDF is and claims (pages, sizes, tags, PDF/A and PDF/UA claims, fonts, attachments, signatures) as JSON", runInspect},
 		{"qr", "TEXT [-o qr.png] [--size N] [--margin N] [--ecc L|M|Q|H] [--dark #000] [--light #fff]", "draw a QR code as a PNG", runQR},
+		{"template", "push NAME FILE|DIR ... [--sample-data FILE] | ls [--page N] [--limit N] [--json] | rm ID ...", "store a template (a new version of NAME if stored), list or delete your templates", runTemplate},
 		{"files", "ls [--page N] [--limit N] [--json] | rm ID ...", "list or delete your hosted files (needs DOCRENDER_SESSION)", runFiles},
 		{"usage", "[--json]", "this month's conversions and hosted files against your plan (needs DOCRENDER_SESSION)", runUsage},
 		{"login", "EMAIL [--key NAME]", "sign in; prints export lines for DOCRENDER_SESSION (and a new DOCRENDER_API_KEY with --key)", runLogin},
@@ -153,7 +154,8 @@ shows a command's flags.
 
 environment:
   DOCRENDER_URL       the service (default http://localhost:8080); --url wins
-  DOCRENDER_API_KEY   the API key for render, merge, batch and qr; --key wins
+  DOCRENDER_API_KEY   the API key for render, merge, batch, qr and template;
+                      --key wins
   DOCRENDER_SESSION   a session token for files and usage (the service lets
                       only a signed-in user list and delete hosted files and
                       read usage); get one with
@@ -227,6 +229,21 @@ the file; a document's assets must be inline (data: URLs) or on the web.
     --page N --limit N   paging (default 1 and 20; limit at most 100)
     --json              the list as JSON
   rm ID ...       delete hosted files
+`,
+	"template": `Templates (DESIGN §9) are stored once and then rendered with data only.
+They take the API key, or failing that the session.
+
+  push NAME FILE|DIR ...
+                  store the files as the template NAME: a FILE under its base
+                  name, a DIR's files by their paths in it (the entry is
+                  index.html, else the first .html file); NAME stored already
+                  gets a new version. Prints the template's ID
+    --sample-data FILE  a JSON object the preview renders (- for standard input)
+    --json              the answer as JSON
+  ls              your templates, newest first
+    --page N --limit N   paging (default 1 and 20; limit at most 100)
+    --json              the list as JSON
+  rm ID ...       delete templates, every version (renders already queued finish)
 `,
 	"usage": `  --json          as JSON
 `,
@@ -375,6 +392,8 @@ type need int
 const (
 	needKey need = 1 << iota
 	needSession
+	// needKeyOrSession: either will do (the template routes take both).
+	needKeyOrSession
 )
 
 // client returns a client of the service, checking the credentials the command needs.
@@ -382,6 +401,10 @@ func (a *app) client(n need) (*client.Client, error) {
 	if n&needKey != 0 && a.apiKey == "" {
 		return nil, &exitError{code: ExitAuth, msg: "no API key: set DOCRENDER_API_KEY (create one in the dashboard at " +
 			a.baseURL + "/dashboard, or with: docrender login EMAIL --key NAME)"}
+	}
+	if n&needKeyOrSession != 0 && a.apiKey == "" && a.session == "" {
+		return nil, &exitError{code: ExitAuth, msg: "no API key or session: set DOCRENDER_API_KEY or DOCRENDER_SESSION (e.g. with\n" +
+			"  eval \"$(docrender login you@example.com --key cli)\")"}
 	}
 	if n&needSession != 0 && a.session == "" {
 		return nil, &exitError{code: ExitAuth, msg: "this command needs a signed-in session: set DOCRENDER_SESSION, e.g. with\n" +
