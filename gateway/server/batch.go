@@ -16,6 +16,7 @@ import (
 	"github.com/docrender/docrender/gateway/account"
 	"github.com/docrender/docrender/gateway/idempotency"
 	"github.com/docrender/docrender/gateway/server/apierr"
+	"github.com/docrender/docrender/gateway/templates"
 	"github.com/docrender/docrender/pkg/batch"
 	"github.com/docrender/docrender/pkg/blob"
 	"github.com/docrender/docrender/pkg/ids"
@@ -79,6 +80,9 @@ type batchRequest struct {
 	Stream    *bool           `json:"stream"`
 	Host      *bool           `json:"host"`
 	Webhook   *batch.Webhook  `json:"webhook"`
+	// Template is a stored template every document fills with its data
+	// (DESIGN §9).
+	Template json.RawMessage `json:"template"`
 }
 
 type batchDocument struct {
@@ -86,6 +90,8 @@ type batchDocument struct {
 	HTMLContent *string `json:"htmlContent"`
 	// URL is a page to fetch instead of htmlContent (DESIGN §6).
 	URL *string `json:"url"`
+	// Data fills the batch's template instead (DESIGN §9).
+	Data json.RawMessage `json:"data"`
 	// A document's own print options (DESIGN §6) replace the batch's.
 	pdfopts.PrintRaw
 }
@@ -106,6 +112,11 @@ type batchPlan struct {
 	webhook *batch.Webhook
 	// fingerprint is the request's, when it carries an Idempotency-Key.
 	fingerprint string
+	// tpl is the stored template the documents fill (DESIGN §9), and data
+	// each document's, canonical JSON; nil without a template.
+	tpl    *templates.Template
+	tplVer templates.Version
+	data   [][]byte
 }
 
 // parseBatch validates the whole request, every document included, before
@@ -129,6 +140,15 @@ func (b *batchAPI) parseBatch(c echo.Context, u *account.User) (*batchPlan, erro
 	}
 	check := b.s.pageURLChecker()
 	pageURL := func(field, raw string) (string, error) { return check(c.Request().Context(), field, raw) }
+	if len(req.Template) > 0 && string(req.Template) != "null" {
+		ref, err := parseTemplateRef("template", req.Template)
+		if err != nil {
+			return nil, err
+		}
+		if p.tpl, p.tplVer, err = b.s.resolveTemplate(c.Request().Context(), u, ref); err != nil {
+			return nil, err
+		}
+	}
 	if err := p.readDocuments(req.Documents, b.s.Config.RenderTimeout, pageURL); err != nil {
 		return nil, err
 	}
@@ -176,9 +196,19 @@ func (p *batchPlan) fingerprintOf(rawName *string) string {
 		Name                  *string
 		Stream, Host          bool
 		Webhook               *batch.Webhook
+		Template              string
+		Data                  [][]byte
 	}{p.fileNames, p.html, p.urls, p.own, p.opts.Page, p.opts.Watermark, p.opts.PrintOptions, p.opts.UserType,
-		rawName, p.stream, p.host, p.webhook})
+		rawName, p.stream, p.host, p.webhook, p.templateID(), p.data})
 	return fingerprint("generate-batch", string(b))
+}
+
+// templateID names the batch's template version, "" without one.
+func (p *batchPlan) templateID() string {
+	if p.tpl == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s@%d", p.tpl.ID, p.tplVer.Version)
 }
 
 // readDocuments validates each document: its name, its page (htmlContent,
@@ -190,10 +220,15 @@ func (p *batchPlan) readDocuments(docs []batchDocument, renderTimeout time.Durat
 	p.own = make([]*pdfopts.PrintOptions, len(docs))
 	for i, d := range docs {
 		field := fmt.Sprintf("documents[%d]", i)
-		if d.FileName == nil || strings.TrimSpace(*d.FileName) == "" {
+		if (d.FileName == nil || strings.TrimSpace(*d.FileName) == "") && p.tpl == nil {
 			return apierr.Invalid(field+".fileName", "is required")
 		}
-		name, err := pdfopts.FileName(d.FileName, "")
+		def := ""
+		if p.tpl != nil {
+			// DESIGN §9: a template's documents may go unnamed.
+			def = fmt.Sprintf("%s-%d", p.tpl.Name, i+1)
+		}
+		name, err := pdfopts.FileName(d.FileName, def)
 		if err != nil {
 			var bad *invalid.Error
 			if errors.As(err, &bad) {
@@ -203,6 +238,17 @@ func (p *batchPlan) readDocuments(docs []batchDocument, renderTimeout time.Durat
 		}
 		p.fileNames[i] = name
 		switch {
+		case p.tpl != nil:
+			if d.URL != nil || d.HTMLContent != nil {
+				return apierr.Invalid(field+".data", "a batch with a template takes each document's data, not htmlContent or url")
+			}
+			data, err := templateData(field+".data", d.Data)
+			if err != nil {
+				return err
+			}
+			p.data = append(p.data, data)
+		case d.Data != nil:
+			return apierr.Invalid(field+".data", "needs the batch's template: send template with the documents' data")
 		case d.URL != nil && d.HTMLContent != nil:
 			return apierr.Invalid(field+".url", "send either url or htmlContent, not both")
 		case d.URL != nil:
@@ -369,9 +415,16 @@ func (b *batchAPI) start(c echo.Context, u *account.User, p *batchPlan) (*batch.
 	docs := make([]batch.Document, len(names))
 	for i := range docs {
 		docs[i] = batch.Document{EntryName: names[i], HTML: p.html[i], URL: p.urls[i], Own: p.own[i]}
+		if p.tpl != nil {
+			docs[i].Data = p.data[i]
+		}
 	}
 	render := &jobspb.RenderJob{Page: p.opts.Page, Watermark: p.opts.Watermark,
 		Print: p.opts.Print, Info: p.opts.Info, Encryption: p.opts.Encryption, Url: p.opts.Fetch, Record: p.opts.Record}
+	if p.tpl != nil {
+		render.BundlePrefix, render.Files, render.Entry = blob.TemplateFiles(p.tpl.ID, p.tplVer.Version), p.tplVer.Files, p.tplVer.Entry
+		render.Template = &jobspb.TemplateFill{TemplateId: p.tpl.ID, Version: int32(p.tplVer.Version)}
+	}
 	if err := b.tracker.Submit(ctx, rec, docs, render, b.s.Config.RenderTimeout); err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/docrender/docrender/gateway/account"
 	"github.com/docrender/docrender/gateway/server/apierr"
 	"github.com/docrender/docrender/pkg/blob"
 	"github.com/docrender/docrender/pkg/filename"
@@ -19,8 +20,12 @@ import (
 	"github.com/docrender/docrender/proto/jobspb"
 )
 
-// generate is POST /pdf/generate (spec 4.1).
+// generate is POST /pdf/generate (spec 4.1): a multipart upload, or a
+// JSON body naming a stored template and its data (DESIGN §9, template.go).
 func (s *Server) generate(c echo.Context) error {
+	if isJSONBody(c) {
+		return s.generateFromTemplate(c)
+	}
 	ctx := c.Request().Context()
 	u := currentUser(c)
 	job := s.newJob(c, u)
@@ -44,6 +49,24 @@ func (s *Server) generate(c echo.Context) error {
 	if opts.Record, err = up.record.apply(opts.Record, opts.Encryption, opts.Print.Untagged); err != nil {
 		return err
 	}
+	return s.runGenerate(c, u, job, up, entry, opts, func(rj *jobspb.RenderJob) error {
+		if up.hasURL {
+			rj.Url = proto.CloneOf(opts.Fetch)
+			rj.Url.Url = up.url
+		} else {
+			rj.BundlePrefix, rj.Files, rj.Entry = prefix, up.names(), entry
+		}
+		return nil
+	})
+}
+
+// runGenerate renders what a generate asked for and answers, whatever
+// its source (source fills in the job's page): the checks of §8, the
+// Idempotency-Key (DESIGN §4.20), the caching ID and hosting (cache.go,
+// hosted.go), the conversion charged. up and entry are what the caching
+// ID hashes.
+func (s *Server) runGenerate(c echo.Context, u *account.User, job *jobspb.Job, up *upload, entry string, opts pdfopts.Options, source func(*jobspb.RenderJob) error) error {
+	ctx := c.Request().Context()
 	if err := s.checkRecord(opts.Record, u); err != nil {
 		return err
 	}
@@ -77,11 +100,9 @@ func (s *Server) generate(c echo.Context) error {
 		return err
 	}
 	rj := &jobspb.RenderJob{Page: opts.Page, Watermark: wm, Print: opts.Print, Info: opts.Info, Encryption: opts.Encryption, Record: rec}
-	if up.hasURL {
-		rj.Url = proto.CloneOf(opts.Fetch)
-		rj.Url.Url = up.url
-	} else {
-		rj.BundlePrefix, rj.Files, rj.Entry = prefix, up.names(), entry
+	if err := source(rj); err != nil {
+		sg.abandon(c)
+		return err
 	}
 	job.Kind = &jobspb.Job_Render{Render: rj}
 	res, err := s.runCharged(ctx, u, job)

@@ -79,6 +79,10 @@ type checkDetail struct {
 	Kind    string `json:"kind"`
 	URL     string `json:"url,omitempty"`
 	Message string `json:"message"`
+	// Line and Path place a template error (DESIGN §9): the template's
+	// line, the data's path.
+	Line int32  `json:"line,omitempty"`
+	Path string `json:"path,omitempty"`
 }
 
 // checkFailed is the 422 of a render whose checks failed: every console
@@ -105,6 +109,10 @@ func checkFailed(res *jobspb.Result) *apierr.Error {
 		details = append(details, accessibilityDetail(img))
 	}
 	hint := "Fix what details lists, or turn failOnConsoleErrors / failOnResourceErrors / failOnAccessibilityErrors off."
+	for _, te := range r.GetTemplateErrors() {
+		details = append(details, checkDetail{Kind: "template", Line: te.Line, Path: te.Path, Message: te.Message})
+		hint = "Fix the template at the line details names, or the data at its path; a missing field renders empty."
+	}
 	for _, v := range r.GetConformanceViolations() {
 		kind := "pdfa"
 		if strings.HasPrefix(v, "UA ") {

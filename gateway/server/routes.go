@@ -82,6 +82,7 @@ func (s *Server) routeTable() []route {
 		{get, "/api/templates", keyOrSession, s.listTemplates, false},
 		{get, "/api/templates/:id", keyOrSession, s.getTemplate, false},
 		{del, "/api/templates/:id", keyOrSession, s.deleteTemplate, false},
+		{get, "/api/templates/:id/preview", keyOrSession, s.templatePreview, true},
 
 		// Plans and usage (spec 4.15): billing.go.
 		{get, "/api/billing/usage", session, s.usage, false},
