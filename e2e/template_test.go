@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // invoiceTemplate is a stored template as a sender of invoices writes it.
@@ -140,6 +141,21 @@ func TestTemplates(t *testing.T) {
 		if text := pdfText(t, p); !strings.Contains(text, fmt.Sprintf("Rechnung B-%d", i+1)) {
 			t.Errorf("%s: %s", f.Name, text)
 		}
+	}
+
+	// A stream batch: progress, then its ZIP from the link.
+	id2 := c.startStream(map[string]any{"template": "invoice", "documents": []map[string]any{
+		{"data": map[string]any{"number": "S-1", "items": []any{}}}, {"data": map[string]any{"number": "S-2", "items": []any{}}},
+		{"data": map[string]any{"number": "S-3", "items": []any{}}},
+	}})
+	p, _ := c.waitBatch(id2, 3, 2*time.Minute)
+	if p.Status != "completed" {
+		t.Fatalf("stream batch: %+v", p)
+	}
+	resp = c.withKey("GET", c.svc.local(t, strings.TrimPrefix(p.Message, "Download URL: ")), body{})
+	mustStatus(t, resp, http.StatusOK)
+	if names, _ := unzip(t, readAll(t, resp)); len(names) != 3 || names[0] != "invoice-1.pdf" {
+		t.Errorf("stream batch ZIP %v", names)
 	}
 
 	// The preview renders the version's sample data, as a conversion.
