@@ -48,7 +48,13 @@ func (w *Worker) handleRender(ctx context.Context, job *jobspb.Job, rj *jobspb.R
 		timeout = w.cfg.RenderTimeout
 	}
 	rctx, span := tracing.Child(ctx, "chromium render")
-	out, err := w.renderer.Render(rctx, b, rj, timeout)
+	// A stored template's documents fill a page kept warm (DESIGN §9): the
+	// key is the account's and the version's, never shared across accounts.
+	var warm string
+	if rj.GetTemplate() != nil {
+		warm = job.AccountId + "\x00" + rj.BundlePrefix + "\x00" + rj.Entry
+	}
+	out, err := w.renderer.RenderWarm(rctx, b, rj, timeout, warm)
 	tracing.End(span, err)
 	pdf := out.PDF
 	var bad *render.InputError

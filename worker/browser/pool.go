@@ -108,6 +108,9 @@ type slot struct {
 	// emulated means the job changed the tab's emulation or requests
 	// (Tab.EmulateMedia, Tab.Override).
 	emulated bool
+	// warm is the written document a job kept for another of the same key
+	// to fill (Tab.KeepWarm); nil when none.
+	warm *Warm
 }
 
 // Pool is a Chromium with warm isolated tabs.
@@ -128,6 +131,7 @@ type Pool struct {
 	restarts  atomic.Int64
 	fresh     atomic.Int64
 	opened    atomic.Int64
+	filled    atomic.Int64
 	stop      chan struct{}
 	wg        sync.WaitGroup
 	// acct is who Chromium runs as; nil: the worker's own user.
@@ -266,6 +270,9 @@ func (p *Pool) Fresh() int64 { return p.fresh.Load() }
 // Opened counts the documents written with Tab.Open (tests read it to see
 // which way a page was loaded).
 func (p *Pool) Opened() int64 { return p.opened.Load() }
+
+// Filled counts the warm documents filled in place with Tab.Fill.
+func (p *Pool) Filled() int64 { return p.filled.Load() }
 
 // Settled waits until every tab is back in the pool: its job done and the
 // tab cleaned, or renewed when it could not be. Tabs are readied after the
@@ -428,6 +435,7 @@ func load(page *rod.Page, url string) error {
 
 // dispose throws s's context away, with every page and worker in it.
 func (p *Pool) dispose(s *slot, inst *instance) {
+	s.warm = nil
 	if s.stopNet != nil {
 		s.stopNet()
 	}
@@ -442,13 +450,19 @@ func (p *Pool) dispose(s *slot, inst *instance) {
 	s.page = nil
 }
 
-// take returns a warm slot of the current browser.
-func (p *Pool) take(ctx context.Context) (*slot, error) {
+// take returns a warm slot of the current browser: one whose document was
+// kept warm under key when one is ready (an empty key prefers none).
+func (p *Pool) take(ctx context.Context, key string) (*slot, error) {
 	var s *slot
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case s = <-p.ready:
+	if key != "" {
+		s = p.takeWarm(key)
+	}
+	if s == nil {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case s = <-p.ready:
+		}
 	}
 	for {
 		inst := p.current()
@@ -667,7 +681,14 @@ func origin(raw string) string {
 // Tab runs fn on a warm isolated tab. If the browser dies or hangs meanwhile,
 // the error wraps ErrBrowserGone and the browser is relaunched.
 func (p *Pool) Tab(ctx context.Context, fn func(t *Tab) error) error {
-	s, err := p.take(ctx)
+	return p.TabFor(ctx, "", fn)
+}
+
+// TabFor is Tab, preferring among the tabs ready now one whose document a
+// job kept warm under key (Tab.KeepWarm); any other when none is. An empty
+// key prefers nothing.
+func (p *Pool) TabFor(ctx context.Context, key string, fn func(t *Tab) error) error {
+	s, err := p.take(ctx, key)
 	if err != nil {
 		return err
 	}
@@ -681,6 +702,28 @@ func (p *Pool) Tab(ctx context.Context, fn func(t *Tab) error) error {
 	}
 	go p.release(s, err == nil && ctx.Err() == nil)
 	return err
+}
+
+// takeWarm takes a ready tab kept warm under key (Tab.KeepWarm), nil when
+// none is ready: the tabs ready now are taken out, and the others put back.
+func (p *Pool) takeWarm(key string) *slot {
+	var others []*slot
+	var found *slot
+	for range len(p.ready) {
+		select {
+		case s := <-p.ready:
+			if found == nil && s.warm != nil && s.warm.Key == key {
+				found = s
+			} else {
+				others = append(others, s)
+			}
+		default:
+		}
+	}
+	for _, s := range others {
+		p.ready <- s
+	}
+	return found
 }
 
 // alive pings the browser process.

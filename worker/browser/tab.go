@@ -33,6 +33,7 @@ func (t *Tab) Lane() Lane { return t.s.lane }
 
 // Navigate loads url with scripts on. The tab is cleaned after the job.
 func (t *Tab) Navigate(url string) error {
+	t.s.warm = nil
 	parked := t.s.parked
 	t.s.scripted, t.s.parked = true, false
 	if parked {
@@ -141,7 +142,8 @@ const maxSettleRounds = 16
 // starts no new request.
 func (t *Tab) Open(url, html, fn string, out any, args ...any) error {
 	t.p.opened.Add(1)
-	page, net := t.Page(), t.s.net
+	t.s.warm = nil
+	page := t.Page()
 	if t.s.parked {
 		// After a scripted job the tab waits on about:blank (Pool.clean).
 		if err := goHome(page, t.p.cfg.HomeURL); err != nil {
@@ -149,21 +151,65 @@ func (t *Tab) Open(url, html, fn string, out any, args ...any) error {
 		}
 		t.s.parked = false
 	}
-	net.reset()
-	started := net.startedCount()
-	mark := settledPrefix + rand.Text()
-	open := `async (url, html, mark, ...args) => {
+	open := `async (url, html, ...args) => {
 	history.replaceState(null, '', url);
 	document.open();
 	document.write(html);
 	document.close();
+	return await (` + fn + `)(...args);
+}`
+	return t.settle(open, out, append([]any{url, html}, args...)...)
+}
+
+// Warm is what a job leaves in its tab's written document for a later job
+// with the same Key to fill in place rather than write a document anew (a
+// stored template's page, package render). Key names the document's owner
+// and files; Data is the caller's. The tab keeps it until a job writes or
+// navigates (Open, Navigate) or the tab gets a fresh context: it is only
+// ever the tab's current document, no more memory than any written job
+// leaves behind.
+type Warm struct {
+	Key  string
+	Data any
+}
+
+// Warm is the warm document the tab holds, nil when none.
+func (t *Tab) Warm() *Warm { return t.s.warm }
+
+// KeepWarm marks the tab's current document, written by this job, as w:
+// a later job with w.Key may Fill it (Pool.TabFor prefers this tab).
+func (t *Tab) KeepWarm(w *Warm) { t.s.warm = w }
+
+// Fill calls the JavaScript function fn with args in the tab's current
+// document, which must be the warm one (Tab.Warm) a job left, and waits as
+// Open does until every resource it asked for has loaded. fn changes the
+// document in place; scripts stay off. The document stays warm (KeepWarm)
+// only if the job says so again.
+func (t *Tab) Fill(fn string, out any, args ...any) error {
+	if t.s.warm == nil || t.s.parked {
+		return errors.New("browser: no warm document to fill")
+	}
+	t.p.filled.Add(1)
+	t.s.warm = nil
+	return t.settle(fn, out, args...)
+}
+
+// settle runs fn with args as Evaluate does, then brings style and layout up
+// to date, waits for the fonts and until no request is in flight, and
+// repeats until a round starts no new request (Open).
+func (t *Tab) settle(fn string, out any, args ...any) error {
+	page, net := t.Page(), t.s.net
+	net.reset()
+	started := net.startedCount()
+	mark := settledPrefix + rand.Text()
+	run := `async (mark, ...args) => {
 	const out = await (` + fn + `)(...args);
 	document.documentElement.getBoundingClientRect();
 	await document.fonts.ready;
 	console.debug(mark);
 	return out;
 }`
-	if err := Evaluate(page, open, out, append([]any{url, html, mark}, args...)...); err != nil {
+	if err := Evaluate(page, run, out, append([]any{mark}, args...)...); err != nil {
 		return err
 	}
 	for range maxSettleRounds {

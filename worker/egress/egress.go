@@ -162,6 +162,17 @@ func (p *Proxy) NewLane() (*Lane, error) {
 	return l, nil
 }
 
+// ServeAgain is Serve under the token of site, an earlier job's on this
+// lane, for a job that fills that job's written document in place (a
+// stored template's page kept warm, package render): the document's
+// addresses stay valid. The caller sees to it that the two jobs are of the
+// same account and files. The refusals are the new job's own.
+func (l *Lane) ServeAgain(site Site, b Bundle) (Site, func()) {
+	j := &job{token: site.token, files: b, written: true, refused: &refusals{}}
+	l.job.Store(j)
+	return Site{token: j.token, refused: j.refused}, func() { l.job.CompareAndSwap(j, nil) }
+}
+
 // Serve makes the lane serve b, under a fresh unguessable token, to the job
 // its tab runs now, until the returned function is called; then the lane
 // serves no job's files again. written is how the page is loaded: written

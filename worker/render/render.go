@@ -84,6 +84,16 @@ type Output struct {
 // Render prints rj's entry page (rj.Entry of bundle b) to PDF, as rj.Page
 // and rj.Print say. timeout bounds loading, waiting and printing together.
 func (r *Renderer) Render(ctx context.Context, b egress.Bundle, rj *jobspb.RenderJob, timeout time.Duration) (Output, error) {
+	return r.RenderWarm(ctx, b, rj, timeout, "")
+}
+
+// RenderWarm is Render for a page that others of key will follow, differing
+// only in their data (a stored template's version, of one account: key
+// must say both, and never be another account's). A tab that printed a
+// page of key keeps its document, and the next page of key fills it in
+// place rather than write a document anew (warm.go), when both have no
+// scripts and the same head. An empty key is Render.
+func (r *Renderer) RenderWarm(ctx context.Context, b egress.Bundle, rj *jobspb.RenderJob, timeout time.Duration, key string) (Output, error) {
 	entry, page, pr := rj.GetEntry(), rj.GetPage(), rj.GetPrint()
 	html, static := withoutScripts(b, entry)
 	// waitForExpression is the client's script: it runs on the page's own
@@ -91,6 +101,16 @@ func (r *Renderer) Render(ctx context.Context, b egress.Bundle, rj *jobspb.Rende
 	// fetched by URL is always navigated to.
 	fetch := rj.GetUrl()
 	static = static && pr.GetWaitForExpression() == "" && fetch == nil
+	var head string
+	// The screen media type is the tab's, set before loading: such a job
+	// writes its page anew.
+	warmable := key != "" && static && !pr.GetMediaScreen()
+	if warmable {
+		head, warmable = headKey(html)
+	}
+	if !warmable {
+		key = ""
+	}
 	margins, err := marginTemplates(b, page, pr)
 	if err != nil {
 		return Output{}, err
@@ -108,13 +128,26 @@ func (r *Renderer) Render(ctx context.Context, b egress.Bundle, rj *jobspb.Rende
 	var tabAt, loadedAt, waitedAt, hooksAt, printedAt time.Duration
 	var report *collector
 	hooked := &jobspb.Report{}
-	err = r.Pool.Tab(ctx, func(t *browser.Tab) error {
+	filled := false
+	err = r.Pool.TabFor(ctx, key, func(t *browser.Tab) error {
 		tabAt = time.Since(start)
 		lane, ok := t.Lane().(fileServer)
 		if !ok {
 			return fmt.Errorf("render: tab lane %T serves no files", t.Lane())
 		}
-		site, unserve := lane.Serve(b, static)
+		var kept *warmPage
+		if w := t.Warm(); warmable && w != nil && w.Key == key {
+			if wp, ok := w.Data.(*warmPage); ok && wp.head == head {
+				kept = wp
+			}
+		}
+		var site egress.Site
+		var unserve func()
+		if kept != nil {
+			site, unserve = lane.ServeAgain(kept.site, b)
+		} else {
+			site, unserve = lane.Serve(b, static)
+		}
 		defer unserve()
 		p := t.Page()
 		c := startCollector(ctx, p, site)
@@ -132,6 +165,11 @@ func (r *Renderer) Render(ctx context.Context, b egress.Bundle, rj *jobspb.Rende
 			}
 			if err := browser.Evaluate(p, loadedJS, &matched, selectors); err != nil {
 				return fmt.Errorf("%w: load: %v", ErrPage, err)
+			}
+		} else if kept != nil {
+			filled = true
+			if err := t.Fill(fillJS, &matched, html, selectors); err != nil {
+				return fmt.Errorf("%w: fill: %v", ErrPage, err)
 			}
 		} else if static {
 			if err := t.Open(site.HomeURL(entry), html, loadedJS, &matched, selectors); err != nil {
@@ -185,11 +223,18 @@ func (r *Renderer) Render(ctx context.Context, b egress.Bundle, rj *jobspb.Rende
 			return err
 		}
 		report = c
-		r.log().DebugContext(ctx, "rendered", "scripts", !static, "tab_ms", ms(tabAt), "load_ms", ms(loadedAt-tabAt),
+		if warmable {
+			t.KeepWarm(&browser.Warm{Key: key, Data: &warmPage{site: site, head: head}})
+		}
+		r.log().DebugContext(ctx, "rendered", "scripts", !static, "filled", filled, "tab_ms", ms(tabAt), "load_ms", ms(loadedAt-tabAt),
 			"wait_ms", ms(waitedAt-loadedAt), "hooks_ms", ms(hooksAt-waitedAt), "print_ms", ms(time.Since(start)-hooksAt))
 		return nil
 	})
-	traceSteps(ctx, start, err, loadKind(fetch != nil, static), [...]time.Duration{tabAt, loadedAt, waitedAt, hooksAt, printedAt})
+	kind := loadKind(fetch != nil, static)
+	if filled {
+		kind = "filled"
+	}
+	traceSteps(ctx, start, err, kind, [...]time.Duration{tabAt, loadedAt, waitedAt, hooksAt, printedAt})
 	if err != nil {
 		if errors.Is(err, browser.ErrBrowserGone) {
 			return Output{}, err
@@ -209,6 +254,7 @@ func (r *Renderer) Render(ctx context.Context, b egress.Bundle, rj *jobspb.Rende
 // fileServer is a tab's lane that serves the job's files (*egress.Lane).
 type fileServer interface {
 	Serve(b egress.Bundle, written bool) (egress.Site, func())
+	ServeAgain(site egress.Site, b egress.Bundle) (egress.Site, func())
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -207,3 +207,24 @@ func Embedded(extra map[string]string) (svc *harness.Service, cfg config.Config,
 	}
 	return svc, cfg, func() { svc.App.Close(ctx); os.RemoveAll(dir) }, nil
 }
+
+// PostMultipart posts a multipart body with the API key; any 2xx answer
+// (201 Created, say) is success.
+func (a *Client) PostMultipart(path, contentType string, body io.Reader) error {
+	req, err := http.NewRequest("POST", a.Base+path, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", contentType)
+	req.Header.Set("X-API-Key", a.Key)
+	resp, err := a.HTTP.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("POST %s: %d %.300s", path, resp.StatusCode, data)
+	}
+	return nil
+}
