@@ -20,13 +20,19 @@ const (
 	StatusNotFound   = "not_found"
 )
 
-// BatchDocument is one document of a batch: HTML or the URL of a public
-// page, and optionally its own print options over the batch's.
+// BatchDocument is one document of a batch: HTML, the URL of a public
+// page, or (in a batch with a Template) the template's data; and
+// optionally its own print options over the batch's.
 type BatchDocument struct {
-	// FileName is the PDF's name in the ZIP, without .pdf.
-	FileName    string `json:"fileName"`
+	// FileName is the PDF's name in the ZIP, without .pdf: required but
+	// in a batch with a template, whose documents default to
+	// <template name>-<n>.
+	FileName    string `json:"fileName,omitempty"`
 	HTMLContent string `json:"htmlContent,omitempty"`
 	URL         string `json:"url,omitempty"`
+	// Data fills the batch's Template (DESIGN §9): as TemplateRequest's
+	// Data (nil sends {}).
+	Data any `json:"data,omitempty"`
 	*PrintOptions
 }
 
@@ -45,6 +51,10 @@ type BatchRequest struct {
 	// Options apply to every document.
 	Options *PDFOptions `json:"options,omitempty"`
 	Webhook *Webhook    `json:"webhook,omitempty"`
+	// Template, when set, is a stored template every document fills with
+	// its Data instead of HTMLContent or URL (DESIGN §9), in every mode
+	// (ZIP, hosted, streamed, webhook).
+	Template *TemplateRef `json:"template,omitempty"`
 	// Host stores the ZIP behind an expiring link (StartBatch only; the
 	// synchronous calls are GenerateBatch and GenerateBatchHosted).
 	Host bool `json:"-"`
@@ -57,6 +67,30 @@ type BatchRequest struct {
 func (r BatchRequest) body(stream, host bool) (func() (io.ReadCloser, string, error), error) {
 	if len(r.Documents) == 0 {
 		return nil, errors.New("docrender: a batch needs documents")
+	}
+	if r.Template != nil {
+		if err := r.Template.check(); err != nil {
+			return nil, err
+		}
+		docs := make([]BatchDocument, len(r.Documents))
+		for i, d := range r.Documents {
+			if d.HTMLContent != "" || d.URL != "" {
+				return nil, fmt.Errorf("docrender: document %d: a batch with a template takes each document's Data, not HTMLContent or URL", i)
+			}
+			data, err := templateData(d.Data)
+			if err != nil {
+				return nil, fmt.Errorf("docrender: document %d: data: %w", i, err)
+			}
+			d.Data = data
+			docs[i] = d
+		}
+		r.Documents = docs
+	} else {
+		for i, d := range r.Documents {
+			if d.Data != nil {
+				return nil, fmt.Errorf("docrender: document %d: Data needs the batch's Template", i)
+			}
+		}
 	}
 	return jsonBody(struct {
 		BatchRequest

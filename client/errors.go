@@ -54,12 +54,18 @@ type Error struct {
 	RequestID string
 }
 
-// CheckDetail is one failed check of a 422 (DESIGN §6, §8): kind is
-// "console", "resource", "blocked" or "accessibility".
+// CheckDetail is one failed check of a 422 (DESIGN §6, §8, §9): kind is
+// "console", "resource", "blocked", "accessibility", "pdfa", "pdfua" or
+// "template".
 type CheckDetail struct {
 	Kind    string `json:"kind"`
 	URL     string `json:"url,omitempty"`
 	Message string `json:"message"`
+	// Line and Path place a "template" failure: the template's line (1
+	// on), the data's path ("items[1].price"; empty when no value is to
+	// blame).
+	Line int    `json:"line,omitempty"`
+	Path string `json:"path,omitempty"`
 }
 
 // ReceivedFile is an upload as the service saw it.

@@ -382,8 +382,9 @@ func (c *Client) GenerateHosted(ctx context.Context, r GenerateRequest) (*Hosted
 	return c.postFormHosted(ctx, "/pdf/generate", r)
 }
 
-// form is a multipart request (GenerateRequest, MergeRequest); host adds
-// host:true to its options.
+// form is a request of a generate or merge: multipart (GenerateRequest,
+// MergeRequest) or a template render's JSON (TemplateRequest); host adds
+// host:true to it.
 type form interface {
 	body(host bool) (func() (io.ReadCloser, string, error), error)
 	idempotencyKey() string
