@@ -46,6 +46,16 @@ func clusterAPI(t *testing.T, cl *cluster) {
 		t.Fatalf("merged text %q", txt)
 	}
 
+	// A template stored through A, filled through B by a worker process
+	// reading its files from MinIO (DESIGN §9); a PDF/A from B (§8).
+	ca.uploadTemplate("cluster-tpl", map[string]string{"index.html": `<html lang="en"><body><h1>TPL {{who}}</h1></body></html>`}, "")
+	resp = cb.generateTemplate(map[string]any{"template": "cluster-tpl", "data": map[string]any{"who": "FROM-B"}})
+	mustStatus(t, resp, http.StatusOK)
+	if txt := text(t, readAll(t, resp)); !strings.Contains(txt, "TPL FROM-B") {
+		t.Fatalf("template text %q", txt)
+	}
+	checkRecordPDF(t, cb.generatePDF(recordPage, map[string]any{"pdfa": "3u", "pdfua": true}), "3u", true)
+
 	// Hosted through A, read through B: one state store, one bucket.
 	h := ca.host(`<h1>HOSTEDX</h1>`, nil)
 	for _, path := range []string{"/api/hosted-pdfs/" + h.PdfID, "/pdf/view/" + h.PdfID} {
@@ -78,8 +88,9 @@ func clusterAPI(t *testing.T, cl *cluster) {
 	resp = cb.withKey("GET", "/pdf/download/"+id, body{})
 	mustStatus(t, resp, http.StatusOK)
 	checkZip(t, readAll(t, resp), entryNames(n, "both"), markers(n))
-	if got := cb.billingUsage().ConversionsUsed; got != 3+1+n {
-		t.Errorf("conversions used %d, want %d", got, 3+1+n)
+	// generate ×2, host, the template render, the PDF/A; the merge; the batch.
+	if got := cb.billingUsage().ConversionsUsed; got != 5+1+n {
+		t.Errorf("conversions used %d, want %d", got, 5+1+n)
 	}
 }
 
