@@ -26,6 +26,7 @@ func runBatch(ctx context.Context, a *app, args []string) error {
 	name := fs.String("name", "", "")
 	mode := fs.String("progress", string(progress.Auto), "")
 	key := fs.String("idempotency-key", "", "")
+	tmpl := fs.String("template", "", "")
 	var opts multiFlag
 	fs.Var(&opts, "option", "")
 	rec := addRecordFlags(fs)
@@ -33,8 +34,19 @@ func runBatch(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usageErrorf("batch takes one DIR of .html files")
+	switch {
+	case len(pos) != 1 && *tmpl != "":
+		return usageErrorf("batch --template takes one rows file (JSON Lines, - for standard input)")
+	case len(pos) != 1:
+		return usageErrorf("batch takes one DIR of .html files, or --template NAME ROWS.jsonl")
+	}
+	var ref *client.TemplateRef
+	if *tmpl != "" {
+		r, err := parseTemplateRef(*tmpl)
+		if err != nil {
+			return err
+		}
+		ref = &r
 	}
 	pm, err := progress.ParseMode(*mode)
 	if err != nil {
@@ -50,16 +62,24 @@ func runBatch(ctx context.Context, a *app, args []string) error {
 	if err := rec.inline(m); err != nil {
 		return err
 	}
-	docs, err := batchDocuments(pos[0])
-	if err != nil {
-		return err
-	}
-	if err := rec.documentInvoices(pos[0], docs, m); err != nil {
-		return err
+	var docs []client.BatchDocument
+	if ref != nil {
+		// A template's documents are its rows' data (DESIGN §9); an
+		// e-invoice's XML of a row goes in its options.
+		if docs, err = a.batchTemplateDocuments(pos[0]); err != nil {
+			return err
+		}
+	} else {
+		if docs, err = batchDocuments(pos[0]); err != nil {
+			return err
+		}
+		if err := rec.documentInvoices(pos[0], docs, m); err != nil {
+			return err
+		}
 	}
 	// A key of this run's own at least: a start retried after a lost
 	// connection then joins the batch it started (DESIGN §4.20).
-	req := client.BatchRequest{Documents: docs, BatchName: *name, Host: *host, IdempotencyKey: *key}
+	req := client.BatchRequest{Documents: docs, BatchName: *name, Host: *host, IdempotencyKey: *key, Template: ref}
 	if req.IdempotencyKey == "" {
 		req.IdempotencyKey = "docrender-cli-" + rand.Text()
 	}

@@ -62,12 +62,12 @@ type command struct {
 
 func commandList() []command {
 	return []command{
-		{"render", "FILE|DIR|URL [-o out.pdf] [--option k=v ...] [--pdfa LEVEL] [--pdfua] [--attach FILE ...] [--einvoice PROFILE --einvoice-xml FILE] [--sign IDENTITY] [--host] [--idempotency-key K]", "render an HTML file, a folder (index.html and its assets) or a web page to PDF", runRender},
+		{"render", "FILE|DIR|URL | --template NAME[@VERSION] [--data FILE.json|-] [-o out.pdf] [--option k=v ...] [--pdfa LEVEL] [--pdfua] [--attach FILE ...] [--einvoice PROFILE --einvoice-xml FILE] [--sign IDENTITY] [--host] [--idempotency-key K]", "render an HTML file, a folder (index.html and its assets), a web page, or a stored template filled with data to PDF", runRender},
 		{"merge", "a.pdf b.pdf ... [-o out.pdf] [--option k=v ...] [--pdfa LEVEL] [--attach FILE ...] [--sign IDENTITY] [--host] [--idempotency-key K]", "merge PDFs in the order given", runMerge},
-		{"batch", "DIR [-o out.zip] [--option k=v ...] [--pdfa LEVEL] [--attach FILE ...] [--einvoice PROFILE] [--sign IDENTITY] [--host] [--progress auto|bar|plain|none] [--idempotency-key K]", "render every .html file of DIR into one ZIP, showing progress", runBatch},
+		{"batch", "DIR | --template NAME[@VERSION] ROWS.jsonl|- [-o out.zip] [--option k=v ...] [--pdfa LEVEL] [--attach FILE ...] [--einvoice PROFILE] [--sign IDENTITY] [--host] [--progress auto|bar|plain|none] [--idempotency-key K]", "render every .html file of DIR, or a stored template per row of data, into one ZIP, showing progress", runBatch},
 		{"inspect", "FILE", "say what a PDF is and claims (pages, sizes, tags, PDF/A and PDF/UA claims, fonts, attachments, signatures) as JSON", runInspect},
 		{"qr", "TEXT [-o qr.png] [--size N] [--margin N] [--ecc L|M|Q|H] [--dark #000] [--light #fff]", "draw a QR code as a PNG", runQR},
-		{"template", "push NAME FILE|DIR ... [--sample-data FILE] | ls [--page N] [--limit N] [--json] | rm ID ...", "store a template (a new version of NAME if stored), list or delete your templates", runTemplate},
+		{"template", "push NAME FILE|DIR ... [--sample-data FILE] | ls [--page N] [--limit N] [--json] | preview ID [--version N] [-o out.pdf] | rm ID ...", "store a template (a new version of NAME if stored), list, preview or delete your templates", runTemplate},
 		{"files", "ls [--page N] [--limit N] [--json] | rm ID ...", "list or delete your hosted files (needs DOCRENDER_SESSION)", runFiles},
 		{"usage", "[--json]", "this month's conversions and hosted files against your plan (needs DOCRENDER_SESSION)", runUsage},
 		{"login", "EMAIL [--key NAME]", "sign in; prints export lines for DOCRENDER_SESSION (and a new DOCRENDER_API_KEY with --key)", runLogin},
@@ -181,9 +181,22 @@ A DIR is uploaded whole (hidden files left out) with paths relative to it, so
 index.html finds css/site.css and img/logo.png by the links it has. A URL
 (http:// or https://) is fetched by the service.
 
+With --template, a stored template (docrender template push) is filled with
+data and rendered; nothing but the data is sent:
+
+  --template NAME[@VERSION]
+                  the template's name, and a version (default the latest)
+  --data FILE     its data, one JSON object ({"number": "2026-042", ...});
+                  - reads standard input; without it the data is {} (a
+                  missing field renders empty). A template that cannot be
+                  filled with it is refused (exit 2) naming the template's
+                  line and the data's path
+
   -o FILE         where to write the PDF (default: the input's name with .pdf,
-                  or document.pdf for a URL, which is not overwritten if it
-                  exists; - for standard output)
+                  or document.pdf for a URL, or with --template the data
+                  file's name with .pdf (NAME.pdf for standard input); a
+                  URL's or standard input's is not overwritten if it exists;
+                  - for standard output)
   --option k=v    an option of the API (spec 2.1, DESIGN §6), repeatable:
                   format=Letter, margin.top=2cm, scale=0.8, printBackground=false,
                   metadata.title="Q3 report", metadata.keywords=a,b,
@@ -205,6 +218,20 @@ index.html finds css/site.css and img/logo.png by the links it has. A URL
 ` + fmt.Sprintf(recordHelp, "; the merged PDF is a PDF/A (--pdfa) whatever\n                  the inputs, or fails naming the rule an input breaks"),
 	"batch": `Each .html (or .htm) file directly in DIR is one document, named after
 the file; a document's assets must be inline (data: URLs) or on the web.
+
+With --template NAME[@VERSION] (a stored template, default its latest
+version) the argument is a rows file in JSON Lines (- for standard input):
+one document per line, each line exactly
+
+  {"data": {...}, "fileName": "invoice-42", "options": {"scale": 0.9}}
+
+data (a JSON object, required) fills the template; fileName (default
+NAME-<n>) and options (the document's own print options over the batch's)
+may be left out; blank lines are skipped. Any other line (not one JSON
+object, no data, an unknown key, bad options) stops the command before
+anything is sent, naming the line. Rows that are the data themselves
+become lines with: jq -c '{data: .}' rows.json
+
 
   -o FILE         where to write the ZIP (default BATCHID.zip, not overwritten
                   if it exists)
@@ -243,7 +270,14 @@ They take the API key, or failing that the session.
   ls              your templates, newest first
     --page N --limit N   paging (default 1 and 20; limit at most 100)
     --json              the list as JSON
+  preview ID      render a version's sample data (a conversion) to a PDF
+    --version N         that version (default the latest)
+    -o FILE             where to write it (default ID-preview.pdf, not
+                        overwritten if it exists; - for standard output)
   rm ID ...       delete templates, every version (renders already queued finish)
+
+Render a stored template with 'docrender render --template NAME --data FILE',
+a batch of them with 'docrender batch --template NAME ROWS.jsonl'.
 `,
 	"usage": `  --json          as JSON
 `,
@@ -356,6 +390,15 @@ func (a *app) report(err error) int {
 			fmt.Fprintf(w, "  hint: %s\n", safe(ae.Hint))
 		}
 		for _, d := range ae.Details {
+			if d.Kind == "template" {
+				// A template that could not be filled: its line, the data's path.
+				at := fmt.Sprintf("line %d", d.Line)
+				if d.Path != "" {
+					at += ", data " + safe(d.Path)
+				}
+				fmt.Fprintf(w, "  template %s: %s\n", at, safe(d.Message))
+				continue
+			}
 			if d.URL != "" {
 				fmt.Fprintf(w, "  %s: %s (%s)\n", safe(d.Kind), safe(d.Message), safe(d.URL))
 			} else {

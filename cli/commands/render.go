@@ -21,12 +21,15 @@ func isURL(s string) bool {
 	return strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://")
 }
 
-// runRender is `docrender render FILE|DIR|URL`.
+// runRender is `docrender render FILE|DIR|URL`, or `docrender render
+// --template NAME[@VERSION] [--data FILE|-]`.
 func runRender(ctx context.Context, a *app, args []string) error {
 	fs := newFlagSet("render")
 	out := fs.String("o", "", "")
 	host := fs.Bool("host", false, "")
 	key := fs.String("idempotency-key", "", "")
+	tmpl := fs.String("template", "", "")
+	data := fs.String("data", "", "")
 	var opts multiFlag
 	fs.Var(&opts, "option", "")
 	rec := addRecordFlags(fs)
@@ -34,8 +37,13 @@ func runRender(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usageErrorf("render takes one FILE, DIR or URL (got %d arguments)", len(pos))
+	switch {
+	case *tmpl != "" && len(pos) != 0:
+		return usageErrorf("render --template takes no FILE, DIR or URL: the data comes with --data FILE.json (- for standard input)")
+	case *tmpl == "" && *data != "":
+		return usageErrorf("--data needs --template NAME: the stored template it fills")
+	case *tmpl == "" && len(pos) != 1:
+		return usageErrorf("render takes one FILE, DIR or URL, or --template NAME --data FILE.json (got %d arguments)", len(pos))
 	}
 	m, err := parseOptions(opts, reflect.TypeFor[client.PDFOptions]())
 	if err != nil {
@@ -43,6 +51,9 @@ func runRender(ctx context.Context, a *app, args []string) error {
 	}
 	if err := rec.apply(m); err != nil {
 		return err
+	}
+	if *tmpl != "" {
+		return renderTemplate(ctx, a, *tmpl, *data, m, rec, *key, *out, *host)
 	}
 	req := client.GenerateRequest{IdempotencyKey: *key}
 	if req.Attachments, req.EInvoiceXML, err = rec.uploads(); err != nil {

@@ -12,11 +12,11 @@ import (
 	"github.com/docrender/docrender/client"
 )
 
-// runTemplate is `docrender template push|ls|rm` (DESIGN §9): stored
+// runTemplate is `docrender template push|ls|preview|rm` (DESIGN §9): stored
 // templates, with the API key or the session.
 func runTemplate(ctx context.Context, a *app, args []string) error {
 	if len(args) == 0 {
-		return usageErrorf("template takes push NAME FILE|DIR ..., ls, or rm ID ...")
+		return usageErrorf("template takes push NAME FILE|DIR ..., ls, preview ID, or rm ID ...")
 	}
 	switch args[0] {
 	case "push":
@@ -25,10 +25,12 @@ func runTemplate(ctx context.Context, a *app, args []string) error {
 		return templateList(ctx, a, args[1:])
 	case "rm", "delete":
 		return templateRemove(ctx, a, args[1:])
+	case "preview":
+		return templatePreview(ctx, a, args[1:])
 	case "-h", "--help", "help":
 		return flag.ErrHelp
 	}
-	return usageErrorf("template %s: want push, ls or rm", args[0])
+	return usageErrorf("template %s: want push, ls, preview or rm", args[0])
 }
 
 // templateUploads are the files of FILE and DIR arguments: a file under

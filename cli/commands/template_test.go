@@ -124,7 +124,7 @@ func TestTemplateCommands(t *testing.T) {
 		msg  string
 	}{
 		{withKey, []string{"template"}, ExitUsage, "template takes push"},
-		{withKey, []string{"template", "show"}, ExitUsage, "want push, ls or rm"},
+		{withKey, []string{"template", "show"}, ExitUsage, "want push, ls"},
 		{withKey, []string{"template", "push", "invoice"}, ExitUsage, "NAME and its FILEs"},
 		{withKey, []string{"template", "rm"}, ExitUsage, "IDs of the templates"},
 		{withKey, []string{"template", "ls", "extra"}, ExitUsage, "no arguments"},
