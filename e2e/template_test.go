@@ -92,6 +92,16 @@ func TestTemplates(t *testing.T) {
 		t.Error("a javascript: link made it into the PDF")
 	}
 
+	// §6 and §8 options apply to a template's render as to any other.
+	resp = c.generateTemplate(map[string]any{"template": "invoice", "data": data,
+		"options": map[string]any{"format": "A5", "pdfa": "2u", "metadata": map[string]any{"author": "Templates"}}})
+	mustStatus(t, resp, http.StatusOK)
+	a5 := readAll(t, resp)
+	checkRecordPDF(t, a5, "2u", false)
+	if pi := info(t, a5); !near(pi.Width, 419.5, 1) {
+		t.Errorf("A5 width %v", pi.Width)
+	}
+
 	// Version 2 by name; version 1 still by id.
 	if _, v2 := c.uploadTemplate("invoice", map[string]string{"index.html": strings.Replace(invoiceTemplate, "Rechnung", "Faktura", 2)}, ""); v2 != 2 {
 		t.Fatalf("second upload is version %d", v2)
