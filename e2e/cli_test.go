@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
@@ -315,6 +316,71 @@ func TestCLI(t *testing.T) {
 	if got := zbarCodes(t, c.read("qr.png"), 50); len(got) != 1 || got[0] != "https://example.com/cli" {
 		t.Errorf("zbarimg read %q", got)
 	}
+
+	// Stored templates (DESIGN §9): a folder pushed as a template, rendered
+	// by name with data from a file, a version by @N with data on standard
+	// input, a batch of JSON Lines rows, the preview of the sample data; a
+	// bad row refused locally naming its line, a template error naming the
+	// template's line and the data's path.
+	c.write("tpl/index.html", invoiceTemplate)
+	c.write("tpl/style.css", "h1 { color: #2a6 }")
+	c.write("tpl-sample.json", `{"number":"S-1","customer":{"name":"Sample GmbH"},"items":[],"date":"2026-01-05"}`)
+	r = c.ok("template", "push", "invoice", "tpl", "--sample-data", "tpl-sample.json")
+	tplID := strings.TrimSpace(r.stdout)
+	if !strings.Contains(r.stderr, "stored invoice version 1") || tplID == "" {
+		t.Fatalf("template push: %q %q", r.stdout, r.stderr)
+	}
+	c.write("tpl2/index.html", strings.Replace(invoiceTemplate, "Rechnung", "Faktura", 2))
+	c.ok("template", "push", "invoice", "tpl2")
+	if r := c.ok("template", "ls"); !strings.Contains(r.stdout, tplID) || !strings.Contains(r.stdout, "invoice") {
+		t.Errorf("template ls:\n%s", r.stdout)
+	}
+	inv7 := `{"number":"2026-007","customer":{"name":"<b>Müller</b> & Söhne"},"items":[{"name":"Beratung","price":1234.5}],"date":"2026-03-01"}`
+	c.write("inv-7.json", inv7)
+	r = c.ok("render", "--template", "invoice", "--data", "inv-7.json")
+	conversions++
+	if !strings.Contains(r.stderr, "wrote inv-7.pdf") {
+		t.Errorf("render --template said %q", r.stderr)
+	}
+	text := pdfText(t, c.read("inv-7.pdf"))
+	for _, want := range []string{"Faktura 2026-007", "<b>Müller</b> & Söhne", "Beratung", "1.234,50 €", "1 März 2026"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("inv-7.pdf lacks %q:\n%s", want, text)
+		}
+	}
+	cmd := c.command("render", "--template", "invoice@1", "--data", "-", "-o", "v1.pdf")
+	cmd.Stdin = strings.NewReader(inv7)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("render --template invoice@1 --data -: %v\n%s", err, out)
+	}
+	conversions++
+	if text := pdfText(t, c.read("v1.pdf")); !strings.Contains(text, "Rechnung 2026-007") {
+		t.Errorf("v1.pdf is not version 1:\n%s", text)
+	}
+	c.write("rows.jsonl", `{"data":{"number":"B-1","items":[]},"fileName":"b1"}`+"\n\n"+
+		`{"data":{"number":"B-2","items":[]},"options":{"pageRanges":"1"}}`+"\n")
+	c.ok("batch", "--template", "invoice@1", "rows.jsonl", "-o", "rows.zip")
+	conversions += 2
+	names, files := unzip(t, c.read("rows.zip"))
+	if len(names) != 2 {
+		t.Errorf("rows.zip holds %v", names)
+	}
+	for i, n := range []string{"b1.pdf", "invoice-2.pdf"} {
+		if text := pdfText(t, files[n]); !strings.Contains(text, fmt.Sprintf("Rechnung B-%d", i+1)) {
+			t.Errorf("rows.zip %s:\n%s", n, text)
+		}
+	}
+	c.write("bad-rows.jsonl", `{"data":{"number":"B-1"}}`+"\n"+`{"number":"B-2"}`+"\n")
+	c.wantExit(2, []string{"bad-rows.jsonl line 2", `unknown key "number"`}, "batch", "--template", "invoice", "bad-rows.jsonl")
+	c.ok("template", "preview", tplID, "--version", "1", "-o", "preview.pdf")
+	conversions++
+	if text := pdfText(t, c.read("preview.pdf")); !strings.Contains(text, "Rechnung S-1") || !strings.Contains(text, "Sample GmbH") {
+		t.Errorf("preview.pdf:\n%s", text)
+	}
+	c.write("wrong.json", `{"number":"X","items":[{"name":"a","price":1},{"name":"b","price":"lots"}]}`)
+	c.wantExit(2, []string{"[422 RENDER_CHECK_FAILED]", "template line 5, data items[1].price"},
+		"render", "--template", "invoice", "--data", "wrong.json", "-o", "wrong.pdf")
+	c.wantExit(2, []string{"404 NOT_FOUND"}, "render", "--template", "nope", "-o", "nope.pdf")
 
 	// Usage counts what this test rendered.
 	if r := c.ok("usage"); !strings.Contains(r.stdout, "conversions") || !strings.Contains(r.stdout, "hobby") {
