@@ -216,7 +216,9 @@ var keyRe = regexp.MustCompile(`^drk_[0-9A-Za-z]{40}$`)
 // TestDashboardInBrowser uses the dashboard as a person would, in headless
 // Chromium against the real service: sign up, create a key (shown once,
 // and it works for programs), revoke one, render a file from the form and
-// download the PDF, see usage move, page through hosted files, open and
+// download the PDF, see usage move, list templates, upload a version and
+// preview one with JSON typed into the page (a template error shown with
+// its line and data path), page through hosted files, open and
 // delete one, follow a batch to completion (and a hosted one, whose link
 // is its result's downloadUrl), sign out while a render is in flight (its
 // answer stays off the page) and in again. The
@@ -427,6 +429,106 @@ func TestDashboardInBrowser(t *testing.T) {
 	p.MustElement("#render-pdfua").MustClick()
 	p.MustEval(`() => { document.getElementById('render-lang').value = '' }`)
 
+	// Templates (DESIGN §9): one stored by a program is listed; a new
+	// version uploaded from the page; its versions shown; a preview with
+	// JSON typed into the page (POST /pdf/generate with {template: {id,
+	// version}, data}) shows the PDF; the sample data previewed for
+	// version 1; a template error lists its line and the data's path;
+	// JSON that does not parse is refused in the page.
+	tplID, _ := c.uploadTemplate("invoice", map[string]string{"index.html": invoiceTemplate, "style.css": "h1 { color: #2a6 }"},
+		`{"number":"S-1","customer":{"name":"Sample GmbH"},"items":[{"name":"Muster","price":1}],"date":"2026-01-05"}`)
+	p.MustElement("#tpl-refresh").MustClick()
+	d.waitJS(10*time.Second, `(id) => !!document.querySelector('#tpl-rows tr[data-template-id="' + id + '"]')`, tplID)
+	if row := p.MustElement("#tpl-rows tr").MustText(); !strings.Contains(row, "invoice") || !strings.Contains(row, "1") {
+		t.Fatalf("template row %q", row)
+	}
+	tplDir := t.TempDir()
+	tplPage := filepath.Join(tplDir, "index.html")
+	if err := os.WriteFile(tplPage, []byte(strings.Replace(invoiceTemplate, "Rechnung", "Faktura", 2)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tplCSS := filepath.Join(tplDir, "style.css")
+	if err := os.WriteFile(tplCSS, []byte("h1 { color: #26a }"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.MustElement("#tpl-upload summary").MustClick()
+	p.MustElement("#tpl-upload-name").MustWaitVisible().MustInput("invoice")
+	p.MustElement("#tpl-upload-files").MustSetFiles(tplPage, tplCSS)
+	p.MustElement("#tpl-upload-sample").MustInput(`{"number":"S-2","items":[]}`)
+	p.MustElement("#tpl-upload-submit").MustClick()
+	d.waitJS(30*time.Second, `() => document.getElementById('tpl-upload-status').textContent.startsWith('Stored “invoice” version 2 (')`)
+	p.MustElement("#tpl-detail").MustWaitVisible()
+	d.waitJS(10*time.Second, `() => document.querySelectorAll('#tpl-versions tr').length === 2`)
+	d.waitText("#tpl-name", "invoice")
+	d.waitText(`#tpl-rows tr[data-template-id="`+tplID+`"] td:nth-child(2)`, "2")
+	if v := p.MustElement("#tpl-version").MustProperty("value").Str(); v != "2" {
+		t.Fatalf("the preview's version is %q, want the latest, 2", v)
+	}
+	if files := p.MustElement(`#tpl-versions tr[data-version="2"]`).MustText(); !strings.Contains(files, "index.html, style.css") || !strings.Contains(files, "yes") {
+		t.Errorf("version 2's row %q", files)
+	}
+	before = c.billingUsage()
+	p.MustElement("#tpl-data").MustInput(`{"number": "2026-042", "customer": {"name": "<script>alert(1)</script> & Söhne"},
+  "items": [{"name": "Beratung", "price": 1234.5}, {"name": "Reise", "price": 99}],
+  "date": "2026-03-01", "link": "javascript:alert(1)"}`)
+	p.MustElement("#tpl-preview").MustClick()
+	p.MustElement("#tpl-result").MustWaitVisible()
+	// The frame shows the PDF where the browser has a PDF viewer (headless
+	// Chromium has none: there the frame stays hidden, the link remains).
+	if frame := p.MustElement("#tpl-frame"); p.MustEval(`() => navigator.pdfViewerEnabled`).Bool() {
+		if src := frame.MustAttribute("src"); src == nil || !strings.HasPrefix(*src, "blob:"+svc.baseURL()+"/") {
+			t.Fatalf("the preview frame shows %v, want the PDF's blob: URL", src)
+		}
+	} else if !frame.MustProperty("hidden").Bool() || frame.MustAttribute("src") != nil {
+		t.Fatal("without a PDF viewer the frame is shown (it would download the PDF)")
+	}
+	d.waitJS(10*time.Second, `() => /^Download invoice\.pdf \(\d/.test(document.getElementById('tpl-download').textContent)`)
+	tplPDF := func() []byte {
+		wait := d.b.WaitDownload(dl)
+		p.MustElement("#tpl-download").MustClick()
+		got := wait()
+		b, err := os.ReadFile(filepath.Join(dl, got.GUID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	typed := text(t, tplPDF())
+	for _, want := range []string{"Faktura 2026-042", "<script>alert(1)</script> & Söhne", "1.234,50 €", "1 März 2026"} {
+		if !strings.Contains(typed, want) {
+			t.Errorf("the preview of the typed data lacks %q:\n%s", want, typed)
+		}
+	}
+	if used := c.billingUsage().ConversionsUsed; used != before.ConversionsUsed+1 {
+		t.Errorf("a preview counted %d conversions", used-before.ConversionsUsed)
+	}
+	p.MustElement("#tpl-upload summary").MustClick() // closed again, for the picture
+	d.shot("templates", "#templates")
+	p.MustElement("#tpl-version").MustSelect("1")
+	p.MustElement("#tpl-sample").MustClick()
+	d.waitJS(time.Minute, `() => document.getElementById('tpl-summary').textContent.startsWith('Version 1 with its sample data')`)
+	if sample := text(t, tplPDF()); !strings.Contains(sample, "Rechnung S-1") || !strings.Contains(sample, "Sample GmbH") {
+		t.Errorf("the sample preview of version 1:\n%s", sample)
+	}
+	p.MustElement("#tpl-data").MustSelectAllText().MustInput(`{"number": "X", "items": [{"name": "a", "price": 1}, {"name": "b", "price": "lots"}]}`)
+	p.MustElement("#tpl-preview").MustClick()
+	d.waitJS(time.Minute, `() => document.querySelectorAll('#tpl-problems li.template-error').length === 1`)
+	if li := p.MustElement("#tpl-problems li").MustText(); !strings.HasPrefix(li, "Line 5, data items[1].price: ") {
+		t.Errorf("the template error reads %q", li)
+	}
+	if !p.MustElement("#tpl-result").MustProperty("hidden").Bool() || p.MustElement("#tpl-frame").MustAttribute("src") != nil {
+		t.Error("a refused preview left the last PDF on screen")
+	}
+	d.shot("templates-error", "#tpl-detail")
+	sent := c.billingUsage().ConversionsUsed
+	p.MustElement("#tpl-data").MustSelectAllText().MustInput(`{"number": "2026-043",}`)
+	p.MustElement("#tpl-preview").MustClick()
+	d.waitJS(10*time.Second, `() => document.getElementById('tpl-preview-status').textContent.startsWith('The data is not valid JSON')`)
+	if c.billingUsage().ConversionsUsed != sent {
+		t.Error("JSON that does not parse was sent")
+	}
+	p.MustElement("#tpl-data").MustSelectAllText().MustInput(`{}`)
+
 	// Hosted files: 11 hosted by a program and one from the form make two
 	// pages (10 a page); open one; delete one.
 	c.changePlan("pro")
@@ -582,6 +684,10 @@ func TestDashboardInBrowser(t *testing.T) {
 	if left := p.MustEval(renderLeft).Str(); left != "" {
 		t.Fatalf("a render sent before signing out came back into the page: %s", left)
 	}
+	if p.MustEval(`() => document.querySelectorAll('#tpl-rows tr').length > 0 || !document.getElementById('tpl-detail').hidden ||
+		document.getElementById('tpl-frame').hasAttribute('src') || document.getElementById('tpl-data').value !== ''`).Bool() {
+		t.Fatal("the templates of the last session are still on the page")
+	}
 	p.MustElement("#auth-email").MustSelectAllText().MustInput(email)
 	p.MustElement("#auth-password").MustSelectAllText().MustInput("not the password")
 	p.MustElement("#signin").MustClick()
@@ -592,6 +698,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	d.waitText("#who-email", email)
 	d.waitJS(10*time.Second, `() => document.querySelectorAll('#key-rows tr').length === 1`)
 	d.waitText("#hosted-page", "Page 1 of 2 (12 files)") // the batch's ZIP is hosted too
+	d.waitJS(10*time.Second, `() => document.querySelectorAll('#tpl-rows tr').length === 1`)
 	if left := p.MustEval(renderLeft).Str(); left != "" {
 		t.Fatalf("after signing in again: %s", left)
 	}

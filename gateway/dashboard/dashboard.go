@@ -26,10 +26,13 @@ const Path = "/dashboard"
 var static embed.FS
 
 // CSP lets the page load only its own script, style and icon and talk only
-// to its own origin; no inline script or style, no framing (clickjacking),
-// no plugins, no <base> rewriting, forms post nowhere else.
+// to its own origin; no inline script or style, no framing of the page
+// (clickjacking), no plugins, no <base> rewriting, forms post nowhere
+// else. It may frame blob: URLs only: the template preview shows the PDF
+// it fetched (a blob: URL is made by the page's own script, of bytes it
+// holds; no other origin can be framed).
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
-	"connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+	"connect-src 'self'; frame-src blob:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
 // contentTypes are the embedded files' types, fixed here rather than read
 // from the machine's MIME tables (which differ between systems).

@@ -25,10 +25,12 @@
   // --- talking to the API ---
 
   class APIError extends Error {
-    constructor(status, message, code) {
+    constructor(status, message, code, details) {
       super(message);
       this.status = status;
       this.code = code || '';
+      // details are a 422's failed checks ({kind, message, line?, path?, url?}).
+      this.details = Array.isArray(details) ? details : [];
     }
   }
 
@@ -41,7 +43,7 @@
     if (body && typeof body.hint === 'string' && body.hint) msg += ' ' + body.hint;
     const retry = resp.headers.get('Retry-After');
     if (resp.status === 429 && retry) msg += ` Try again in ${retry} s.`;
-    return new APIError(resp.status, msg, body && body.code);
+    return new APIError(resp.status, msg, body && body.code, body && body.details);
   }
 
   async function api(method, path, body) {
@@ -115,7 +117,7 @@
   // touches the page only if it is still current when its answer comes, so
   // an answer for the last account never lands after a sign-out or sign-in.
   // abort cancels the requests of the session in flight.
-  const state = { user: null, gen: 0, abort: new AbortController(), hostedPage: 1, stream: null, renderURL: null };
+  const state = { user: null, gen: 0, abort: new AbortController(), hostedPage: 1, stream: null, renderURL: null, tpl: null, tplURL: null };
   const hostedPerPage = 10;
 
   // newSession drops whatever the last session still has in flight.
@@ -144,6 +146,7 @@
     refreshUsage();
     loadKeys();
     loadHosted(1);
+    loadTemplates();
   }
 
   function signedOut(msg) {
@@ -152,8 +155,11 @@
     clearNewKey();
     clearRender();
     clearInspect();
+    closeTemplate();
     // Nothing of this account stays on screen for the next person.
-    for (const id of ['key-rows', 'hosted-rows', 'limits']) $(id).replaceChildren();
+    for (const id of ['key-rows', 'hosted-rows', 'limits', 'tpl-rows']) $(id).replaceChildren();
+    $('tpl-count').textContent = '';
+    $('tpl-upload').open = false;
     for (const f of document.querySelectorAll('#app form')) f.reset();
     for (const s of document.querySelectorAll('#app .status')) status(s.id, '');
     $('batch-view').hidden = true;
@@ -402,6 +408,234 @@
     if (gen !== state.gen) return;
     refreshUsage();
     if (opts.host) loadHosted(1);
+  });
+
+  // --- templates (DESIGN §9) ---
+
+  // loadTemplates lists the account's templates (the first 100, newest
+  // first) with the plan's count.
+  async function loadTemplates() {
+    const gen = state.gen;
+    try {
+      const [res, u] = await Promise.all([api('GET', '/api/templates?limit=100'), api('GET', '/api/billing/usage')]);
+      if (gen !== state.gen) return;
+      const list = res.data.templates || [];
+      const rows = list.map((t) => {
+        const open = el('button', { type: 'button', class: 'secondary', text: 'Open' });
+        open.addEventListener('click', () => openTemplate(t.id));
+        const tr = el('tr', { 'data-template-id': t.id },
+          el('td', { text: t.name }),
+          el('td', { text: String(t.latestVersion) }),
+          el('td', { text: when(t.updatedAt) }),
+          el('td', { class: 'actions' }, open, confirmButton('Delete', 'Really delete?', () => deleteTemplate(t))));
+        if (state.tpl && state.tpl.id === t.id) tr.classList.add('selected');
+        return tr;
+      });
+      $('tpl-rows').replaceChildren(...rows);
+      $('tpl-empty').hidden = rows.length > 0;
+      const d = u.data;
+      $('tpl-count').textContent = d.templateLimit > 0 ? `${d.templateCount} of ${d.templateLimit} on your plan` : String(d.templateCount);
+      status('tpl-status', res.data.total > list.length ? `The newest ${list.length} of ${res.data.total}.` : '');
+    } catch (err) {
+      if (gen === state.gen) fail('tpl-status', err);
+    }
+  }
+  $('tpl-refresh').addEventListener('click', loadTemplates);
+
+  function clearPreview() {
+    if (state.tplURL) URL.revokeObjectURL(state.tplURL);
+    state.tplURL = null;
+    $('tpl-result').hidden = true;
+    $('tpl-frame').removeAttribute('src');
+    const link = $('tpl-download');
+    link.removeAttribute('href');
+    link.removeAttribute('download');
+    link.textContent = '';
+    $('tpl-summary').textContent = '';
+    $('tpl-problems').replaceChildren();
+    $('tpl-problems').hidden = true;
+    status('tpl-preview-status', '');
+  }
+
+  function closeTemplate() {
+    clearPreview();
+    state.tpl = null;
+    $('tpl-detail').hidden = true;
+    $('tpl-versions').replaceChildren();
+    $('tpl-version').replaceChildren();
+    $('tpl-name').textContent = '';
+    $('tpl-data').value = '';
+  }
+
+  // openTemplate shows a template's versions and the preview form.
+  async function openTemplate(id) {
+    const gen = state.gen;
+    try {
+      const res = await api('GET', '/api/templates/' + encodeURIComponent(id));
+      if (gen !== state.gen) return;
+      const t = res.data;
+      if (!state.tpl || state.tpl.id !== t.id) {
+        clearPreview();
+        $('tpl-data').value = '';
+      }
+      state.tpl = t;
+      $('tpl-name').textContent = t.name;
+      const versions = Array.isArray(t.versions) ? t.versions : [];
+      $('tpl-versions').replaceChildren(...versions.map((v) => el('tr', { 'data-version': String(v.version) },
+        el('td', { text: String(v.version) }),
+        el('td', { text: when(v.createdAt) }),
+        el('td', { text: bytes(v.size) }),
+        el('td', { text: (Array.isArray(v.files) ? v.files : []).join(', ') }),
+        el('td', { text: v.hasSampleData ? 'yes' : 'no' }))));
+      // Newest first in the choice, the latest chosen.
+      $('tpl-version').replaceChildren(...versions.slice().reverse().map((v) =>
+        el('option', { value: String(v.version), text: `${v.version}${v.version === t.latestVersion ? ' (latest)' : ''}` })));
+      for (const tr of document.querySelectorAll('#tpl-rows tr')) tr.classList.toggle('selected', tr.dataset.templateId === t.id);
+      $('tpl-detail').hidden = false;
+      status('tpl-status', '');
+    } catch (err) {
+      if (gen === state.gen) fail('tpl-status', err);
+    }
+  }
+
+  async function deleteTemplate(t) {
+    const gen = state.gen;
+    try {
+      await api('DELETE', '/api/templates/' + encodeURIComponent(t.id));
+      if (gen !== state.gen) return;
+      if (state.tpl && state.tpl.id === t.id) closeTemplate();
+      status('tpl-status', `Deleted “${t.name}”.`, 'ok');
+      await loadTemplates();
+    } catch (err) {
+      if (gen === state.gen) fail('tpl-status', err);
+    }
+  }
+
+  // jsonObject parses a textarea's JSON object ('' is {}); it throws an
+  // Error saying where the text goes wrong.
+  function jsonObject(raw, what) {
+    raw = raw.trim();
+    if (!raw) return {};
+    let v;
+    try { v = JSON.parse(raw); } catch (e) {
+      throw new Error(`${what} is not valid JSON: ${e.message}`);
+    }
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new Error(`${what} must be a JSON object ({…}).`);
+    return v;
+  }
+
+  // showProblems lists a 422's details: a template error names the
+  // template's line and the data's path.
+  function showProblems(details) {
+    const items = details.map((d) => {
+      if (d.kind === 'template') {
+        const li = el('li', { class: 'template-error' }, `Line ${d.line}`);
+        if (d.path) li.append(', data ', el('code', { text: d.path }));
+        li.append(': ' + (d.message || ''));
+        return li;
+      }
+      return el('li', {}, `${d.kind}: ${d.message || ''}` + (d.url ? ` (${d.url})` : ''));
+    });
+    $('tpl-problems').replaceChildren(...items);
+    $('tpl-problems').hidden = items.length === 0;
+  }
+
+  // preview fetches a PDF of the open template and shows it.
+  async function preview(button, request, what) {
+    const t = state.tpl;
+    if (!t) return;
+    clearPreview();
+    status('tpl-preview-status', 'Rendering…');
+    const gen = state.gen;
+    try {
+      await busy(button, async () => {
+        const resp = await request(t);
+        if (!resp.ok) throw await errorOf(resp);
+        const blob = await resp.blob();
+        if (gen !== state.gen || state.tpl !== t) return;
+        const name = filenameOf(resp.headers.get('Content-Disposition'));
+        state.tplURL = URL.createObjectURL(new Blob([blob], { type: 'application/pdf' }));
+        // Shown in the page where the browser can show a PDF; elsewhere
+        // (no viewer: the frame would download it) the link is the way.
+        const frame = $('tpl-frame');
+        frame.hidden = !navigator.pdfViewerEnabled;
+        if (navigator.pdfViewerEnabled) frame.src = state.tplURL;
+        const link = $('tpl-download');
+        link.href = state.tplURL;
+        link.download = name;
+        link.textContent = `Download ${name} (${bytes(blob.size)})`;
+        const report = resp.headers.get('Docrender-Render-Report');
+        $('tpl-summary').textContent = what + (report ? ` (${report})` : '') + '.';
+        $('tpl-result').hidden = false;
+        status('tpl-preview-status', '');
+      });
+    } catch (err) {
+      if (gen !== state.gen) return;
+      if (err instanceof APIError) showProblems(err.details);
+      fail('tpl-preview-status', err);
+    }
+    if (gen === state.gen) refreshUsage();
+  }
+
+  $('tpl-preview-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    let data;
+    try { data = jsonObject($('tpl-data').value, 'The data'); } catch (e) {
+      clearPreview();
+      status('tpl-preview-status', e.message, 'error');
+      return;
+    }
+    const version = Number($('tpl-version').value);
+    preview($('tpl-preview'), (t) => fetch('/pdf/generate', {
+      method: 'POST', credentials: 'same-origin', signal: state.abort.signal,
+      headers: { 'Content-Type': 'application/json', Accept: 'application/pdf, application/json' },
+      body: JSON.stringify({ template: { id: t.id, version }, data }),
+    }), `Version ${version} with your data`);
+  });
+
+  $('tpl-sample').addEventListener('click', () => {
+    const version = Number($('tpl-version').value);
+    preview($('tpl-sample'), (t) => fetch(`/api/templates/${encodeURIComponent(t.id)}/preview?version=${version}`, {
+      credentials: 'same-origin', signal: state.abort.signal, headers: { Accept: 'application/pdf, application/json' },
+    }), `Version ${version} with its sample data`);
+  });
+
+  $('tpl-upload-form').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const name = $('tpl-upload-name').value.trim();
+    const files = $('tpl-upload-files').files;
+    if (!name || !files.length) {
+      status('tpl-upload-status', 'Give a name and choose the files (an .html file and its assets).', 'error');
+      return;
+    }
+    const form = new FormData();
+    form.append('name', name);
+    const sample = $('tpl-upload-sample').value.trim();
+    if (sample) {
+      try { jsonObject(sample, 'The sample data'); } catch (e) {
+        status('tpl-upload-status', e.message, 'error');
+        return;
+      }
+      form.append('sampleData', sample);
+    }
+    for (const f of files) form.append('files', f, f.name);
+    status('tpl-upload-status', 'Uploading…');
+    const gen = state.gen;
+    try {
+      await busy($('tpl-upload-submit'), async () => {
+        const resp = await fetch('/api/templates', { method: 'POST', body: form, credentials: 'same-origin', signal: state.abort.signal, headers: { Accept: 'application/json' } });
+        if (!resp.ok) throw await errorOf(resp);
+        const res = await resp.json();
+        if (gen !== state.gen) return;
+        const v = res.data;
+        $('tpl-upload-form').reset();
+        status('tpl-upload-status', `Stored “${v.name}” version ${v.version} (${bytes(v.size)}).`, 'ok');
+        await loadTemplates();
+        await openTemplate(v.id);
+      });
+    } catch (err) {
+      if (gen === state.gen) fail('tpl-upload-status', err);
+    }
   });
 
   // --- inspect a PDF ---
