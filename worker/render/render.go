@@ -223,7 +223,11 @@ func (r *Renderer) RenderWarm(ctx context.Context, b egress.Bundle, rj *jobspb.R
 			return err
 		}
 		report = c
-		if warmable {
+		// Kept warm only after a clean load: a filled document does not load
+		// the kept head's stylesheets, fonts and images again, so a head
+		// whose requests failed or were blocked would go unreported (and
+		// pass failOnResourceErrors) in every document filled after it.
+		if f := c.findings(); warmable && f.nFailed == 0 && f.nBlocked == 0 {
 			t.KeepWarm(&browser.Warm{Key: key, Data: &warmPage{site: site, head: head}})
 		}
 		r.log().DebugContext(ctx, "rendered", "scripts", !static, "filled", filled, "tab_ms", ms(tabAt), "load_ms", ms(loadedAt-tabAt),

@@ -2,6 +2,7 @@ package render
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"image/color"
 	"regexp"
@@ -163,5 +164,29 @@ func TestWarmScriptsFallBack(t *testing.T) {
 	}
 	if pool.Filled() != filled || pool.Opened() != opened {
 		t.Errorf("a scripted page was filled (%d) or written (%d)", pool.Filled()-filled, pool.Opened()-opened)
+	}
+}
+
+// TestWarmNeedsACleanLoad: a page whose stylesheet asked for a file that
+// is not there (a web font) is never kept warm, so every document of it
+// reports the failed request (and fails failOnResourceErrors) as a fresh
+// load does: a filled document would not ask for the font again.
+func TestWarmNeedsACleanLoad(t *testing.T) {
+	r := testRenderer(t)
+	pool := r.Pool
+	const key = "account-1\x00templates/missing/\x00index.html"
+	filled := pool.Filled()
+	for i := range 3 {
+		b := warmBundle(t, fmt.Sprintf("M-%d", i), 2)
+		delete(b, "fonts/brand.ttf") // the stylesheet's web font is gone
+		rj := &jobspb.RenderJob{Entry: "index.html", Page: a4, Print: &jobspb.Print{FailOnResourceErrors: true}}
+		_, err := r.RenderWarm(context.Background(), b, rj, 30*time.Second, key)
+		var failed *CheckError
+		if !errors.As(err, &failed) || len(failed.Report.GetFailedRequests()) == 0 {
+			t.Fatalf("document %d: %v, want the missing font to fail the render", i, err)
+		}
+	}
+	if pool.Filled() != filled {
+		t.Errorf("%d documents filled into a page whose head failed to load", pool.Filled()-filled)
 	}
 }
