@@ -102,6 +102,28 @@ func TestTemplates(t *testing.T) {
 		t.Errorf("A5 width %v", pi.Width)
 	}
 
+	// header.html and footer.html are filled with the same data, in a
+	// generate and in a batch, and get room on the page.
+	c.uploadTemplate("headed", map[string]string{"index.html": `<html lang="en"><body><p>Body {{number}}</p></body></html>`,
+		"header.html": `<div style="font-size:10px; width:100%; text-align:center">Head {{number}}</div>`,
+		"footer.html": `<div style="font-size:10px; width:100%; text-align:center">Foot {{number}}</div>`}, "")
+	resp = c.generateTemplate(map[string]any{"template": "headed", "data": map[string]any{"number": "H-1"}})
+	mustStatus(t, resp, http.StatusOK)
+	if text := pdfText(t, readAll(t, resp)); !strings.Contains(text, "Head H-1") || !strings.Contains(text, "Foot H-1") || !strings.Contains(text, "Body H-1") {
+		t.Errorf("headed: %s", text)
+	}
+	resp = c.batch(map[string]any{"template": "headed", "documents": []map[string]any{{"data": map[string]any{"number": "H-2"}}}})
+	mustStatus(t, resp, http.StatusOK)
+	if _, files := unzip(t, readAll(t, resp)); len(files) != 1 {
+		t.Errorf("headed batch: %d files", len(files))
+	} else {
+		for _, pdf := range files {
+			if text := pdfText(t, pdf); !strings.Contains(text, "Head H-2") || !strings.Contains(text, "Foot H-2") {
+				t.Errorf("headed batch: %s", text)
+			}
+		}
+	}
+
 	// Version 2 by name; version 1 still by id.
 	if _, v2 := c.uploadTemplate("invoice", map[string]string{"index.html": strings.Replace(invoiceTemplate, "Rechnung", "Faktura", 2)}, ""); v2 != 2 {
 		t.Fatalf("second upload is version %d", v2)

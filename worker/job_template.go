@@ -36,9 +36,14 @@ type loadedTemplate struct {
 	key    string
 	bundle egress.Bundle
 	entry  string
-	tpl    *tmpl.Template
-	size   int64
+	// tpls are the files filled with the data: the entry and the header
+	// and footer templates (DESIGN §6's header.html, footer.html).
+	tpls map[string]*tmpl.Template
+	size int64
 }
+
+// filledFiles are the bundle's files a template's data fills.
+func filledFiles(entry string) []string { return []string{entry, "header.html", "footer.html"} }
 
 func newTemplateCache(max int64) *templateCache {
 	return &templateCache{max: max, order: list.New(), byKey: map[string]*list.Element{}}
@@ -109,18 +114,24 @@ func (w *Worker) fillTemplate(ctx context.Context, job *jobspb.Job, rj *jobspb.R
 		}
 		return nil, err
 	}
-	html, err := t.tpl.Render(data)
-	if err != nil {
-		var bad *tmpl.RenderError
-		if !errors.As(err, &bad) {
-			return nil, err
-		}
-		res := failure(jobspb.ErrorKind_ERROR_KIND_CHECK_FAILED, sentence(fmt.Sprintf("The template could not be filled with the data: line %d, %s: %s", bad.Line, dataPath(bad.Path), bad.Problem)))
-		res.Report = &jobspb.Report{TemplateErrors: []*jobspb.TemplateError{{Line: int32(bad.Line), Path: bad.Path, Message: bad.Problem}}}
-		return nil, &templateFailure{res}
-	}
 	b := maps.Clone(t.bundle)
-	b[t.entry] = []byte(html)
+	for name, tpl := range t.tpls {
+		html, err := tpl.Render(data)
+		if err != nil {
+			var bad *tmpl.RenderError
+			if !errors.As(err, &bad) {
+				return nil, err
+			}
+			where, problem := fmt.Sprintf("line %d", bad.Line), bad.Problem
+			if name != t.entry {
+				where, problem = name+" "+where, name+": "+problem
+			}
+			res := failure(jobspb.ErrorKind_ERROR_KIND_CHECK_FAILED, sentence(fmt.Sprintf("The template could not be filled with the data: %s, %s: %s", where, dataPath(bad.Path), bad.Problem)))
+			res.Report = &jobspb.Report{TemplateErrors: []*jobspb.TemplateError{{Line: int32(bad.Line), Path: bad.Path, Message: problem}}}
+			return nil, &templateFailure{res}
+		}
+		b[name] = []byte(html)
+	}
 	return b, nil
 }
 
@@ -145,19 +156,26 @@ func (w *Worker) loadTemplate(ctx context.Context, account string, rj *jobspb.Re
 		}
 		return nil, err
 	}
-	tpl, err := tmpl.Parse(string(b[rj.Entry]))
-	if err != nil {
-		// Checked at upload: a template that parsed then and not now is a
-		// change of rules; the client must upload it again.
-		var bad *tmpl.SyntaxError
-		if errors.As(err, &bad) {
-			res := failure(jobspb.ErrorKind_ERROR_KIND_CHECK_FAILED, sentence(fmt.Sprintf("The template cannot be used: line %d: %s", bad.Line, bad.Problem)))
-			res.Report = &jobspb.Report{TemplateErrors: []*jobspb.TemplateError{{Line: int32(bad.Line), Message: bad.Problem}}}
-			return nil, &templateFailure{res}
+	t := &loadedTemplate{key: key, bundle: b, entry: rj.Entry, tpls: map[string]*tmpl.Template{}}
+	for _, name := range filledFiles(rj.Entry) {
+		src, ok := b[name]
+		if !ok {
+			continue
 		}
-		return nil, err
+		tpl, err := tmpl.Parse(string(src))
+		if err != nil {
+			// Checked at upload: a template that parsed then and not now is
+			// a change of rules; the client must upload it again.
+			var bad *tmpl.SyntaxError
+			if errors.As(err, &bad) {
+				res := failure(jobspb.ErrorKind_ERROR_KIND_CHECK_FAILED, sentence(fmt.Sprintf("The template cannot be used: %s line %d: %s", name, bad.Line, bad.Problem)))
+				res.Report = &jobspb.Report{TemplateErrors: []*jobspb.TemplateError{{Line: int32(bad.Line), Message: bad.Problem}}}
+				return nil, &templateFailure{res}
+			}
+			return nil, err
+		}
+		t.tpls[name] = tpl
 	}
-	t := &loadedTemplate{key: key, bundle: b, entry: rj.Entry, tpl: tpl}
 	for _, data := range b {
 		t.size += int64(len(data))
 	}

@@ -74,6 +74,24 @@ func TestFillTemplate(t *testing.T) {
 	}
 }
 
+// A template's header and footer (DESIGN §6's header.html, footer.html)
+// are filled with the same data as its page.
+func TestFillTemplateMargins(t *testing.T) {
+	w, rj := templateWorker(t, map[string]string{
+		"index.html":  "<p>{{number}}</p>",
+		"header.html": `<div style="font-size:8px">Invoice {{number}}</div>`,
+		"footer.html": "<div>{{#if paid}}paid{{else}}due{{/if}}</div>",
+	})
+	rj.Template.DataJson = []byte(`{"number":"N-7","paid":false}`)
+	b, err := w.fillTemplate(context.Background(), &jobspb.Job{AccountId: "a"}, rj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, f := string(b["header.html"]), string(b["footer.html"]); !strings.Contains(h, "Invoice N-7") || !strings.Contains(f, "due") {
+		t.Errorf("header %q, footer %q", h, f)
+	}
+}
+
 // What the client must fix is a result to answer with, naming the line and
 // the data's path; a template deleted meanwhile says so.
 func TestFillTemplateFailures(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -148,6 +149,8 @@ func (b *batchAPI) parseBatch(c echo.Context, u *account.User) (*batchPlan, erro
 		if p.tpl, p.tplVer, err = b.s.resolveTemplate(c.Request().Context(), u, ref); err != nil {
 			return nil, err
 		}
+		// A template's header and footer get room, as a generate's do.
+		p.opts.MakeRoom(slices.Contains(p.tplVer.Files, pdfopts.HeaderFile), slices.Contains(p.tplVer.Files, pdfopts.FooterFile))
 	}
 	if err := p.readDocuments(req.Documents, b.s.Config.RenderTimeout, pageURL); err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -183,15 +184,7 @@ func (s *Server) renderTemplate(c echo.Context, u *account.User, job *jobspb.Job
 	if err != nil {
 		return err
 	}
-	has := func(name string) bool {
-		for _, f := range v.Files {
-			if f == name {
-				return true
-			}
-		}
-		return false
-	}
-	opts.MakeRoom(has(pdfopts.HeaderFile), has(pdfopts.FooterFile))
+	opts.MakeRoom(slices.Contains(v.Files, pdfopts.HeaderFile), slices.Contains(v.Files, pdfopts.FooterFile))
 	// What the caching ID hashes: the template version and the data.
 	up := templateUpload(t, v, canon)
 	return s.runGenerate(c, u, job, up, v.Entry, opts, func(rj *jobspb.RenderJob) error {
