@@ -127,7 +127,54 @@ func editRecord(pc *model.Context, entries map[string]string, rec *jobspb.Record
 		}
 	}
 	if withXMP(rec) {
+		if err := cleanInfo(pc); err != nil {
+			return err
+		}
 		return setXMP(pc, rec, now)
+	}
+	return nil
+}
+
+// cleanInfo trims the Info dictionary's text entries and drops control
+// characters from them, as the XMP packet says them (XML cannot hold most
+// of them): Info and XMP must agree to the character (PDF/A-1 6.7.3).
+// A <title> of "  Invoice\t" becomes "Invoice" in both.
+func cleanInfo(pc *model.Context) error {
+	if pc.Info == nil {
+		return nil
+	}
+	d, err := pc.DereferenceDict(*pc.Info)
+	if err != nil || d == nil {
+		return nil
+	}
+	for _, key := range []string{"Title", "Author", "Subject", "Keywords", "Creator"} {
+		o, ok := d[key]
+		if !ok {
+			continue
+		}
+		v, err := pc.DereferenceStringOrHexLiteral(o, model.V10, nil)
+		if err != nil {
+			delete(d, key) // unreadable text cannot agree with anything
+			continue
+		}
+		clean := strings.TrimSpace(strings.Map(func(r rune) rune {
+			if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == 0xfffe || r == 0xffff {
+				return -1
+			}
+			return r
+		}, strings.ToValidUTF8(v, "")))
+		if clean == v {
+			continue
+		}
+		if clean == "" {
+			delete(d, key)
+			continue
+		}
+		esc, err := types.EscapedUTF16String(clean)
+		if err != nil {
+			return fmt.Errorf("pdfedit: info %s: %w", key, err)
+		}
+		d[key] = types.StringLiteral(*esc)
 	}
 	return nil
 }

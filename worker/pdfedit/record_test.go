@@ -1,6 +1,7 @@
 package pdfedit_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -59,6 +60,31 @@ func TestFinishMakesEachLevel(t *testing.T) {
 				t.Error("no fx:ConformanceLevel in the XMP")
 			}
 		})
+	}
+}
+
+// TestFinishCleansInfoForXMP: a title with spaces around and control
+// characters (as a page's <title> may have) is the same in Info and XMP.
+func TestFinishCleansInfoForXMP(t *testing.T) {
+	in, err := os.ReadFile("testdata/chromium.pdf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// SetInfo writes the value as given (Finish's own metadata is trimmed).
+	var withTabs bytes.Buffer
+	if err := pdfedit.SetInfo(context.Background(), bytes.NewReader(in), &withTabs, &jobspb.DocInfo{Author: "A\u0007B"}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := pdfedit.Finish(context.Background(), withTabs.Bytes(), pdfedit.RecordSpec{Record: &jobspb.Record{Pdfa: "2b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, err := pdfcheck.Check(out, pdfcheck.Level{PDFA: "2b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs {
+		t.Errorf("violation %s", v)
 	}
 }
 
