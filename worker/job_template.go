@@ -15,6 +15,10 @@ import (
 	"github.com/docrender/docrender/worker/render"
 )
 
+// parsedFactor is what a parsed template holds per byte of its source,
+// counted against the cache's bound (a measured raymond AST is 3–5×).
+const parsedFactor = 4
+
 // templateCacheBytes bounds the stored templates a worker keeps loaded and
 // parsed between jobs (DESIGN §9): their files' bytes, together.
 const templateCacheBytes = 64 << 20
@@ -101,7 +105,8 @@ func (w *Worker) fillTemplate(ctx context.Context, job *jobspb.Job, rj *jobspb.R
 	if key := fill.GetDataKey(); key != "" {
 		if raw, err = blob.ReadAll(ctx, w.blobs, key, tmpl.MaxDataBytes); err != nil {
 			if errors.Is(err, blob.ErrNotFound) {
-				return nil, errTemplateGone
+				// The request gave up and cleaned up: nothing to do.
+				return nil, &templateFailure{failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, "The document's data is gone.")}
 			}
 			return nil, fmt.Errorf("worker: template data: %w", err)
 		}
@@ -178,6 +183,10 @@ func (w *Worker) loadTemplate(ctx context.Context, account string, rj *jobspb.Re
 	}
 	for _, data := range b {
 		t.size += int64(len(data))
+	}
+	// A parsed template holds several times its source (raymond's tree).
+	for name := range t.tpls {
+		t.size += parsedFactor * int64(len(b[name]))
 	}
 	w.templates.put(t)
 	return t, nil
