@@ -16,7 +16,7 @@ import (
 )
 
 // parsedFactor is what a parsed template holds per byte of its source,
-// counted against the cache's bound (a measured raymond AST is 3–5×).
+// counted against the cache's bound: an estimate of raymond's tree, not a measurement.
 const parsedFactor = 4
 
 // templateCacheBytes bounds the stored templates a worker keeps loaded and
