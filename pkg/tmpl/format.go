@@ -191,6 +191,32 @@ var numberRE = regexp.MustCompile(`^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$`)
 
 const maxScale = 20
 
+// Bounds of a number's mantissa: big.Rat's conversion of a long digit
+// string is superlinear, and no amount needs more than a few dozen digits.
+const (
+	maxDigits        = 64  // significant digits
+	maxMantissaBytes = 512 // as written, leading and trailing zeros included
+)
+
+// significantDigits counts the digits of a mantissa (sign, digits, point)
+// without its leading zeros and the trailing zeros of its fraction.
+func significantDigits(mant string) int {
+	mant = strings.TrimLeft(mant, "+-")
+	if strings.IndexByte(mant, '.') >= 0 {
+		mant = strings.TrimRight(mant, "0")
+	}
+	n, lead := 0, true
+	for i := 0; i < len(mant); i++ {
+		c := mant[i]
+		if c < '0' || c > '9' || lead && c == '0' {
+			continue
+		}
+		lead = false
+		n++
+	}
+	return n
+}
+
 // numberOf reads a number: a JSON number, a Go number, or a string that
 // holds one. The exponent is bounded (a number like 1e999999999 would
 // take seconds to expand).
@@ -222,6 +248,9 @@ func numberOf(v any) (decimal, error) {
 			return decimal{}, fmt.Errorf("%q is out of range", clip(s))
 		}
 		mant, exp = s[:i], e
+	}
+	if len(mant) > maxMantissaBytes || significantDigits(mant) > maxDigits {
+		return decimal{}, fmt.Errorf("%q has more than %d significant digits", clip(s), maxDigits)
 	}
 	scale := 0
 	if i := strings.IndexByte(mant, '.'); i >= 0 {
@@ -290,15 +319,20 @@ func round(r *big.Rat, d int) (neg bool, intPart, frac string) {
 func (l *locale) digits(intPart, frac string) string {
 	var b strings.Builder
 	if l.group != "" && len(intPart) > l.primary {
+		// Groups from the left: the head (1..secondary digits), then
+		// secondary-sized groups, then the primary group.
 		head := intPart[:len(intPart)-l.primary]
-		var groups []string
-		for len(head) > l.secondary {
-			groups = append([]string{head[len(head)-l.secondary:]}, groups...)
-			head = head[:len(head)-l.secondary]
+		first := len(head) % l.secondary
+		if first == 0 {
+			first = l.secondary
 		}
-		groups = append([]string{head}, groups...)
-		groups = append(groups, intPart[len(intPart)-l.primary:])
-		b.WriteString(strings.Join(groups, l.group))
+		b.WriteString(head[:first])
+		for i := first; i < len(head); i += l.secondary {
+			b.WriteString(l.group)
+			b.WriteString(head[i : i+l.secondary])
+		}
+		b.WriteString(l.group)
+		b.WriteString(intPart[len(intPart)-l.primary:])
 	} else {
 		b.WriteString(intPart)
 	}

@@ -2,6 +2,7 @@ package tmpl
 
 import (
 	"html"
+	"strconv"
 	"strings"
 )
 
@@ -28,7 +29,37 @@ const (
 	sRaw                       // in the text of script, style, textarea, title, ...
 	sComment                   // in <!-- ... -->
 	sBogus                     // in <!...> or <?...>
+	sCDATA                     // in <![CDATA[ ... ]]> (foreign content only)
 )
+
+// Bounds of the markup the tokenizer follows.
+const (
+	maxNameBytes    = 256 // a tag's or an attribute's name
+	maxForeignDepth = 256 // elements open inside <svg> or <math>
+)
+
+// fnode is an open element of foreign content (inside <svg> or <math>),
+// with its ancestors up to the outermost <svg> or <math>. Only foreign
+// elements are kept: HTML elements inside an integration point are not.
+// Nodes are immutable; contexts share them.
+type fnode struct {
+	parent *fnode
+	name   string // lower case
+	math   bool   // MathML, else SVG
+	ip     bool   // an HTML integration point: its start tags are read as HTML's
+	depth  int    // 1 for the outermost
+}
+
+// sameStack says whether two stacks hold the same elements.
+func sameStack(x, y *fnode) bool {
+	for x != y {
+		if x == nil || y == nil || x.depth != y.depth || x.name != y.name || x.math != y.math {
+			return false
+		}
+		x, y = x.parent, y.parent
+	}
+	return true
+}
 
 // attrKind is what an attribute's value is, for the values inside it.
 type attrKind uint8
@@ -58,8 +89,20 @@ type hctx struct {
 	badURL  bool   // in a URL value: the template's own scheme is not a safe one (javascript:)
 	glue    bool   // a block ended an attribute name: the next char must end it
 	dataURL bool   // in a URL value: after a literal "data:", before its ';' or ','
+	slash   bool   // in a tag: a '/' just before (a '>' now closes a self-closing tag)
+	rawEnd  bool   // the current end tag ends a raw-text element (the HTML tokenizer found it)
+	rawLt   bool   // in the text of <title> or <textarea>: a '<' came before
+	fn      *fnode // the innermost open element of foreign content; nil outside <svg> and <math>
+	fsName  string // "script" or "style" when inside such an element of foreign content
+	fsCount int    // how many fsName elements are open
 	lang    *langCapture
 }
+
+// htmlView says whether a start tag here is read as HTML's (outside
+// foreign content, or in an HTML integration point like <svg><foreignObject>),
+// else as a foreign element's, where title, textarea, noscript ... are
+// ordinary elements and <![CDATA[ opens a CDATA section.
+func (c *hctx) htmlView() bool { return c.fn == nil || c.fn.ip }
 
 // langCapture collects the literal value of the first <html lang="...">.
 type langCapture struct {
@@ -71,10 +114,19 @@ func (c *hctx) inLang() bool {
 	return c.lang != nil && !c.lang.done && c.elem == "html" && !c.endTag && c.attr == "lang"
 }
 
-// Elements whose text is not markup: a '<' inside does not start a tag.
+// HTML elements whose text is not markup: a '<' inside does not start a
+// tag. In foreign content (inside <svg> or <math>) they are ordinary
+// elements.
 var rawElems = map[string]bool{
 	"script": true, "style": true, "textarea": true, "title": true, "xmp": true,
 	"iframe": true, "noembed": true, "noframes": true, "noscript": true, "plaintext": true,
+}
+
+// Raw-text elements whose text a browser may read as markup or not, or not
+// show at all (noscript depends on whether scripting is on, plaintext never
+// ends): no {{value}} at all inside them.
+var opaqueElems = map[string]bool{
+	"xmp": true, "iframe": true, "noembed": true, "noframes": true, "noscript": true, "plaintext": true,
 }
 
 // URL-valued attributes (any element unless noted).
@@ -108,15 +160,16 @@ func isLetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
 
 // feed advances c over literal template text s. It returns the offset in s
 // of a ':' that would end a URL scheme started by a mustache, or of a
-// character that would glue onto an attribute name a block ended, else -1.
-func (c *hctx) feed(s string) (bad int) {
+// character that would glue onto an attribute name a block ended, else -1;
+// or the offset and the problem of markup it refuses.
+func (c *hctx) feed(s string) (bad int, problem string) {
 	bad = -1
 	for i := 0; i < len(s); i++ {
 		b := s[i]
 		if c.glue {
 			c.glue = false
 			if !(isSpace(b) || b == '>' || b == '/') {
-				return i
+				return i, ""
 			}
 		}
 		switch c.state {
@@ -131,17 +184,24 @@ func (c *hctx) feed(s string) (bad int) {
 			case b == '!' && strings.HasPrefix(s[i:], "!--"):
 				c.state, c.dashes = sComment, 0
 				i += 2
+			case b == '!' && !c.htmlView() && strings.HasPrefix(s[i:], "![CDATA["):
+				c.state, c.dashes = sCDATA, 0
+				i += 7
+			case b == '!' && len(s)-i < len("![CDATA[") && (strings.HasPrefix("!--", s[i:]) || strings.HasPrefix("![CDATA[", s[i:])):
+				// The rest of <!-- or <![CDATA[ follows a {{!comment}}: the
+				// browser sees it whole.
+				return i, "a {{!comment}} may not split <!-- or <![CDATA["
 			case b == '!' || b == '?':
 				c.state = sBogus
 			case isLetter(b):
-				c.state, c.endTag, c.name = sTagName, false, string(b|0x20)
+				c.state, c.endTag, c.name, c.slash, c.rawEnd = sTagName, false, string(b|0x20), false, false
 			case b == '<':
 			default:
 				c.state = sText
 			}
 		case sLtSlash:
 			if isLetter(b) {
-				c.state, c.endTag, c.name = sTagName, true, string(b|0x20)
+				c.state, c.endTag, c.name, c.slash, c.rawEnd = sTagName, true, string(b|0x20), false, false
 			} else if b == '>' {
 				c.state = sText
 			} else {
@@ -150,34 +210,53 @@ func (c *hctx) feed(s string) (bad int) {
 		case sTagName:
 			switch {
 			case isSpace(b) || b == '/':
-				c.elem, c.name, c.state = c.name, "", sTag
+				c.elem, c.name, c.state, c.slash = c.name, "", sTag, b == '/'
 			case b == '>':
 				c.elem, c.name = c.name, ""
-				c.closeTag()
+				if p := c.closeTag(); p != "" {
+					return i, p
+				}
 			default:
-				c.name += string(lower(b))
+				// The rest of the name at once: appending byte by byte
+				// would copy the name for every byte.
+				j := i + nameEnd(s[i:], false)
+				if c.name = appendLower(c.name, s[i:j]); len(c.name) > maxNameBytes {
+					return i, "a tag name is longer than " + strconv.Itoa(maxNameBytes) + " bytes"
+				}
+				i = j - 1
 			}
 		case sTag:
 			switch {
-			case isSpace(b) || b == '/':
+			case isSpace(b):
+				c.slash = false
+			case b == '/':
+				c.slash = true
 			case b == '>':
-				c.closeTag()
+				if p := c.closeTag(); p != "" {
+					return i, p
+				}
 			default:
-				c.state, c.name = sAttrName, string(lower(b))
+				c.state, c.name, c.slash = sAttrName, string(lower(b)), false
 			}
 		case sAttrName:
 			switch {
 			case isSpace(b):
 				c.attr, c.name, c.state = c.name, "", sAfterName
 			case b == '/':
-				c.attr, c.name, c.state = c.name, "", sTag
+				c.attr, c.name, c.state, c.slash = c.name, "", sTag, true
 			case b == '>':
 				c.attr, c.name = c.name, ""
-				c.closeTag()
+				if p := c.closeTag(); p != "" {
+					return i, p
+				}
 			case b == '=':
 				c.attr, c.name, c.state = c.name, "", sBeforeValue
 			default:
-				c.name += string(lower(b))
+				j := i + nameEnd(s[i:], true)
+				if c.name = appendLower(c.name, s[i:j]); len(c.name) > maxNameBytes {
+					return i, "an attribute name is longer than " + strconv.Itoa(maxNameBytes) + " bytes"
+				}
+				i = j - 1
 			}
 		case sAfterName:
 			switch {
@@ -185,9 +264,11 @@ func (c *hctx) feed(s string) (bad int) {
 			case b == '=':
 				c.state = sBeforeValue
 			case b == '>':
-				c.closeTag()
+				if p := c.closeTag(); p != "" {
+					return i, p
+				}
 			case b == '/':
-				c.state = sTag
+				c.state, c.slash = sTag, true
 			default:
 				c.state, c.name = sAttrName, string(lower(b))
 			}
@@ -201,7 +282,9 @@ func (c *hctx) feed(s string) (bad int) {
 				c.state = sValueSQ
 				c.startValue()
 			case b == '>':
-				c.closeTag()
+				if p := c.closeTag(); p != "" {
+					return i, p
+				}
 			default:
 				c.state = sValueUnq
 			}
@@ -219,7 +302,7 @@ func (c *hctx) feed(s string) (bad int) {
 				bad = i
 			}
 			if j < 0 {
-				return bad
+				return bad, ""
 			}
 			i = end
 			if c.inLang() {
@@ -232,22 +315,31 @@ func (c *hctx) feed(s string) (bad int) {
 			case isSpace(b):
 				c.state, c.attr = sTag, ""
 			case b == '>':
-				c.closeTag()
+				if p := c.closeTag(); p != "" {
+					return i, p
+				}
 			}
 		case sRaw:
-			want := "</" + c.raw
-			if c.rawPart == len(want) {
+			if c.raw == "plaintext" {
+				return bad, "" // the rest of the document is its text
+			}
+			if b == '<' && (c.raw == "title" || c.raw == "textarea") {
+				c.rawLt = true
+			}
+			if c.rawPart == len(c.raw)+2 {
 				c.rawPart = 0
 				if isSpace(b) || b == '/' || b == '>' {
-					c.state, c.endTag, c.elem, c.attr = sTag, true, c.raw, ""
-					c.raw = ""
+					c.state, c.endTag, c.elem, c.attr, c.slash, c.rawEnd = sTag, true, c.raw, "", b == '/', true
+					c.raw, c.rawLt = "", false
 					if b == '>' {
-						c.closeTag()
+						if p := c.closeTag(); p != "" {
+							return i, p
+						}
 					}
 					continue
 				}
 			}
-			if lower(b) == want[c.rawPart] {
+			if lower(b) == rawEndAt(c.raw, c.rawPart) {
 				c.rawPart++
 			} else if b == '<' {
 				c.rawPart = 1
@@ -270,9 +362,51 @@ func (c *hctx) feed(s string) (bad int) {
 			if b == '>' {
 				c.state = sText
 			}
+		case sCDATA:
+			switch {
+			case b == ']':
+				c.dashes++
+			case b == '>' && c.dashes >= 2:
+				c.state, c.dashes = sText, 0
+			default:
+				c.dashes = 0
+			}
 		}
 	}
-	return bad
+	return bad, ""
+}
+
+// rawEndAt is byte k of "</"+raw.
+func rawEndAt(raw string, k int) byte {
+	switch k {
+	case 0:
+		return '<'
+	case 1:
+		return '/'
+	}
+	return raw[k-2]
+}
+
+// nameEnd is the length of the tag name (or, for attr, the attribute
+// name) at the start of s.
+func nameEnd(s string, attr bool) int {
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; isSpace(b) || b == '/' || b == '>' || attr && b == '=' {
+			return i
+		}
+	}
+	return len(s)
+}
+
+// appendLower appends s to name, ASCII letters in lower case.
+func appendLower(name, s string) string {
+	var b strings.Builder
+	b.Grow(len(name) + len(s))
+	b.WriteString(name)
+	for i := 0; i < len(s); i++ {
+		b.WriteByte(lower(s[i]))
+	}
+	return b.String()
 }
 
 func lower(b byte) byte {
@@ -282,17 +416,87 @@ func lower(b byte) byte {
 	return b
 }
 
-// closeTag is the '>' of a tag.
-func (c *hctx) closeTag() {
-	c.attr, c.name = "", ""
+// closeTag is the '>' of a tag. It returns a problem with the markup, else "".
+func (c *hctx) closeTag() string {
+	selfClosing, rawEnd := c.slash, c.rawEnd
+	c.attr, c.name, c.slash, c.rawEnd = "", "", false, false
+	c.state = sText
 	if c.lang != nil && c.elem != "" {
 		c.lang.done = true // only the first element may say the language
 	}
-	if !c.endTag && rawElems[c.elem] {
-		c.state, c.raw, c.rawPart = sRaw, c.elem, 0
-		return
+	if c.endTag {
+		if rawEnd {
+			return "" // the end of an HTML raw-text element: no foreign element
+		}
+		if c.fsName == c.elem && c.fsCount > 0 {
+			if c.fsCount--; c.fsCount == 0 {
+				c.fsName = ""
+			}
+		}
+		// In foreign content an end tag closes the nearest open element of
+		// its name, with the elements inside it; else it is ignored.
+		for n := c.fn; n != nil; n = n.parent {
+			if n.name == c.elem {
+				c.fn = n.parent
+				break
+			}
+		}
+		return ""
 	}
-	c.state = sText
+	html := c.htmlView()
+	if html && c.fn != nil && c.fn.math && (c.elem == "mglyph" || c.elem == "malignmark") {
+		html = false // a MathML text integration point keeps these MathML
+	}
+	if html {
+		switch {
+		case c.elem == "svg" || c.elem == "math":
+			if !selfClosing {
+				return c.push(c.elem, c.elem == "math", c.fn)
+			}
+		case rawElems[c.elem]:
+			c.state, c.raw, c.rawPart, c.rawLt = sRaw, c.elem, 0, false
+		}
+		return ""
+	}
+	if selfClosing {
+		return ""
+	}
+	// A foreign element: in the namespace of its parent, but for <svg> in
+	// MathML's annotation-xml.
+	isMath := c.fn.math
+	if isMath && c.elem == "svg" && c.fn.name == "annotation-xml" {
+		isMath = false
+	}
+	if c.elem == "script" || c.elem == "style" {
+		// Its text is script or CSS, read as markup (character
+		// references, CDATA) till its end tag: no {{value}} in it.
+		if c.fsName == "" {
+			c.fsName = c.elem
+		}
+		if c.fsName == c.elem {
+			c.fsCount++
+		}
+	}
+	return c.push(c.elem, isMath, c.fn)
+}
+
+// push opens a foreign element.
+func (c *hctx) push(name string, isMath bool, parent *fnode) string {
+	d := 1
+	if parent != nil {
+		d = parent.depth + 1
+	}
+	if d > maxForeignDepth {
+		return "elements nested more than " + strconv.Itoa(maxForeignDepth) + " deep inside <svg> or <math> (close them, or write <path/> for an empty one)"
+	}
+	ip := false
+	if isMath {
+		ip = name == "mi" || name == "mo" || name == "mn" || name == "ms" || name == "mtext"
+	} else {
+		ip = name == "foreignobject" || name == "desc" || name == "title"
+	}
+	c.fn = &fnode{parent: parent, name: name, math: isMath, ip: ip, depth: d}
+	return ""
 }
 
 func (c *hctx) startValue() {
@@ -380,18 +584,19 @@ func endsInCharRef(s string) bool {
 // norm clears what does not matter in c's state, so that two contexts
 // compare equal when the HTML after them is read alike.
 func (c hctx) norm() hctx {
-	n := hctx{state: c.state, lang: c.lang}
+	n := hctx{state: c.state, lang: c.lang, fn: c.fn, fsName: c.fsName, fsCount: c.fsCount}
 	switch c.state {
-	case sComment:
+	case sComment, sCDATA:
 		n.dashes = c.dashes
 	case sRaw:
-		n.raw, n.rawPart = c.raw, c.rawPart
+		n.raw, n.rawPart, n.rawLt = c.raw, c.rawPart, c.rawLt
 	case sTagName, sTag, sAttrName, sAfterName, sBeforeValue, sValueDQ, sValueSQ, sValueUnq:
 		n.elem, n.endTag, n.name = c.elem, c.endTag, c.name
 		if c.state != sTag && c.state != sTagName {
 			n.attr = c.attr
 		}
 		n.entity, n.urlFix, n.urlDyn, n.scheme, n.badURL, n.dataURL = c.entity, c.urlFix, c.urlDyn, c.scheme, c.badURL, c.dataURL
+		n.slash, n.rawEnd = c.slash, c.rawEnd
 	}
 	n.glue = c.glue
 	return n

@@ -420,7 +420,9 @@ func (a *analyzer) program(prog []*stmt, c hctx) hctx {
 		switch s.kind {
 		case stContent:
 			glued := c.glue
-			if bad := c.feed(s.text); bad >= 0 {
+			if bad, problem := c.feed(s.text); problem != "" {
+				a.fail(lineAt(s, bad), "%s", problem)
+			} else if bad >= 0 {
 				if glued && bad == 0 {
 					a.fail(lineAt(s, bad), "an attribute name must end where a block ends (add a space after {{/...}})")
 				}
@@ -450,6 +452,9 @@ func (a *analyzer) site(prefix string) string {
 // where says where a value lands, or fails.
 func (a *analyzer) where(c *hctx, line int, what string) ctxKind {
 	problem := ""
+	if c.fsName != "" {
+		a.fail(line, "%s is not allowed inside <%s> (in <svg> or <math>)", what, c.fsName)
+	}
 	switch c.state {
 	case sText:
 		return ctxText
@@ -496,8 +501,12 @@ func (a *analyzer) where(c *hctx, line int, what string) ctxKind {
 		switch {
 		case c.raw == "script" || c.raw == "style":
 			problem = "inside <" + c.raw + ">"
+		case opaqueElems[c.raw]:
+			problem = "inside <" + c.raw + "> (browsers read its content as text or as markup, or do not show it)"
 		case c.rawPart > 0:
 			problem = "inside what may be the end tag </" + c.raw + ">"
+		case c.rawLt:
+			problem = "inside <" + c.raw + "> after a '<' (inside <svg> or <math> this is markup, not text: write &lt;)"
 		default:
 			return ctxText
 		}
@@ -505,6 +514,8 @@ func (a *analyzer) where(c *hctx, line int, what string) ctxKind {
 		problem = "inside an HTML comment <!-- --> (use {{!-- --}} for template comments)"
 	case sBogus:
 		problem = "inside <!...> or <?...>"
+	case sCDATA:
+		problem = "inside <![CDATA[ ... ]]>"
 	}
 	a.fail(line, "%s is not allowed %s", what, problem)
 	return 0
@@ -749,6 +760,9 @@ func (a *analyzer) block(s *stmt, c hctx) hctx {
 // join is the context after either of two branches, if they agree.
 func join(x, y hctx) (hctx, bool) {
 	x, y = x.norm(), y.norm()
+	if x.fn != y.fn && sameStack(x.fn, y.fn) {
+		y.fn = x.fn // the same elements, opened by each branch
+	}
 	if x == y {
 		return x, true
 	}
@@ -767,6 +781,13 @@ func join(x, y hctx) (hctx, bool) {
 }
 
 func describe(c hctx) string {
+	if c.fn != nil {
+		return describeState(c) + " in <" + c.fn.name + "> of depth " + strconv.Itoa(c.fn.depth)
+	}
+	return describeState(c)
+}
+
+func describeState(c hctx) string {
 	switch c.state {
 	case sText:
 		return "text"

@@ -512,6 +512,7 @@ func FuzzRender(f *testing.F) {
 	f.Add(`<img srcset="{{a}} 1x, {{b}} 2x">{{formatNumber n 2}}{{formatCurrency n "JPY"}}`, `{"a":"x","b":"data:image/png,1","n":"1e5","_locale":"fr-FR"}`)
 	f.Add(`{{#with o}}{{#if a}}{{lookup ../m k}}{{else}}{{formatDate d "Jan 2006"}}{{/if}}{{/with}}`, `{"o":{"a":0},"d":"2024-01-01"}`)
 	f.Add(`<textarea>{{x}}</textarea><title>{{x}}</title>`, `{"x":"</textarea><script>"}`)
+	f.Add(`<svg><title><a href="{{x}}">{{x}}</a></title><style><![CDATA[a>b{}]]></style><text>{{x}}</text></svg><math><mi>{{x}}</mi></math>`, `{"x":"javascript:1"}`)
 	f.Fuzz(func(t *testing.T, src, data string) {
 		tp, err := Parse(src)
 		if err != nil {
