@@ -326,6 +326,12 @@ func (c *hctx) feed(s string) (bad int, problem string) {
 			if b == '<' && (c.raw == "title" || c.raw == "textarea") {
 				c.rawLt = true
 			}
+			if b == '<' && c.raw == "script" && (strings.HasPrefix(s[i:], "<!--") || len(s)-i < 4 && strings.HasPrefix("<!--", s[i:])) {
+				// After <!-- a browser reads a script's end tags by other
+				// rules (the "escaped" script states), so where the script
+				// ends would be a guess: refused.
+				return i, "<!-- inside <script> is not allowed in a template (where the script ends would depend on it)"
+			}
 			if c.rawPart == len(c.raw)+2 {
 				c.rawPart = 0
 				if isSpace(b) || b == '/' || b == '>' {

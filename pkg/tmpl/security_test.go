@@ -125,6 +125,7 @@ func TestForeignContentAndRawText(t *testing.T) {
 		{"textarea href", "<textarea>\n<a href=\"{{x}}\">", 2, "after a '<'"},
 		{"title script", "<title>\n<script>{{x}}</script></title>", 2, "after a '<'"},
 		{"comment splits CDATA", "<svg><!{{! x }}[CDATA[\n]]>", 1, "may not split"},
+		{"script comment", "<script>\n<!--<script></script>\n{{x}}</script>", 2, "<!-- inside <script>"},
 		{"svg animate still banned", "<svg><title></title>\n<set attributeName=\"href\" to=\"{{x}}\"/>", 2, "animation"},
 	}
 	for _, c := range refused {
