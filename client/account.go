@@ -115,9 +115,6 @@ type Usage struct {
 	ConversionsLimit int64  `json:"conversionsLimit"`
 	HostedCount      int64  `json:"hostedCount"`
 	HostedLimit      int64  `json:"hostedLimit"`
-	// TemplateCount and TemplateLimit: stored templates (DESIGN §9).
-	TemplateCount int64 `json:"templateCount"`
-	TemplateLimit int64 `json:"templateLimit"`
 }
 
 // Usage returns the month's usage (GET /api/billing/usage; needs a session).

@@ -68,7 +68,8 @@ func adminList(t testing.TB, svc *service, query string) ([]adminAccount, int64,
 	for i, raw := range env.Data.Accounts {
 		var m map[string]json.RawMessage
 		_ = json.Unmarshal(raw, &m)
-		checkKeys(t, m, "id", "email", "plan", "disabled", "createdAt", "usage")
+		// signingIdentities: the DESIGN §8 grants (an operator sees them here).
+		checkKeys(t, m, "id", "email", "plan", "disabled", "createdAt", "usage", "signingIdentities")
 		if err := json.Unmarshal(raw, &out[i]); err != nil {
 			t.Fatal(err)
 		}

@@ -17,9 +17,6 @@ type usageData struct {
 	ConversionsLimit int64  `json:"conversionsLimit"`
 	HostedCount      int64  `json:"hostedCount"`
 	HostedLimit      int64  `json:"hostedLimit"`
-	// TemplateCount and TemplateLimit: stored templates (DESIGN §9).
-	TemplateCount int64 `json:"templateCount"`
-	TemplateLimit int64 `json:"templateLimit"`
 }
 
 // usage is GET /api/billing/usage.
@@ -35,14 +32,9 @@ func (s *Server) usage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	tpls, err := s.templates.Count(ctx, u.ID)
-	if err != nil {
-		return err
-	}
 	return c.JSON(http.StatusOK, map[string]any{"success": true, "data": usageData{
 		Plan: plan.Name, Period: usage.Period(time.Now()), ConversionsUsed: used,
 		ConversionsLimit: plan.Conversions, HostedCount: hosted, HostedLimit: plan.Hosted,
-		TemplateCount: tpls, TemplateLimit: plan.Templates,
 	}})
 }
 
@@ -51,7 +43,6 @@ type planLimits struct {
 	Hosted           int64 `json:"hosted"`
 	RetentionSeconds int64 `json:"retentionSeconds"`
 	MaxBatch         int   `json:"maxBatch"`
-	Templates        int64 `json:"templates"`
 }
 
 func subscriptionJSON(p config.Plan) map[string]any {
@@ -60,7 +51,6 @@ func subscriptionJSON(p config.Plan) map[string]any {
 		"limits": planLimits{
 			Conversions: p.Conversions, Hosted: p.Hosted,
 			RetentionSeconds: int64(p.Retention / time.Second), MaxBatch: p.MaxBatch,
-			Templates: p.Templates,
 		},
 	}}
 }

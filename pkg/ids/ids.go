@@ -12,11 +12,17 @@ import (
 // Len is the length of an ID.
 const Len = 22
 
-// New returns a new unguessable ID.
+// New returns a new unguessable ID. It never starts with '-': an ID given
+// to a command line (docrender files rm ID) would read as a flag. That
+// costs a 64th of one character's randomness (about 127.98 bits left).
 func New() string {
 	var b [16]byte
-	rand.Read(b[:]) // never fails (crypto/rand: it panics rather than return short)
-	return base64.RawURLEncoding.EncodeToString(b[:])
+	for {
+		rand.Read(b[:]) // never fails (crypto/rand: it panics rather than return short)
+		if id := base64.RawURLEncoding.EncodeToString(b[:]); id[0] != '-' {
+			return id
+		}
+	}
 }
 
 // Valid reports whether s has the form of an ID: anything else is unknown

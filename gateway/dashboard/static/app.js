@@ -413,11 +413,11 @@
   // --- templates (DESIGN §9) ---
 
   // loadTemplates lists the account's templates (the first 100, newest
-  // first) with the plan's count.
+  // first) with their count.
   async function loadTemplates() {
     const gen = state.gen;
     try {
-      const [res, u] = await Promise.all([api('GET', '/api/templates?limit=100'), api('GET', '/api/billing/usage')]);
+      const res = await api('GET', '/api/templates?limit=100');
       if (gen !== state.gen) return;
       const list = res.data.templates || [];
       const rows = list.map((t) => {
@@ -433,8 +433,7 @@
       });
       $('tpl-rows').replaceChildren(...rows);
       $('tpl-empty').hidden = rows.length > 0;
-      const d = u.data;
-      $('tpl-count').textContent = d.templateLimit > 0 ? `${d.templateCount} of ${d.templateLimit} on your plan` : String(d.templateCount);
+      $('tpl-count').textContent = String(res.data.total);
       status('tpl-status', res.data.total > list.length ? `The newest ${list.length} of ${res.data.total}.` : '');
     } catch (err) {
       if (gen === state.gen) fail('tpl-status', err);
