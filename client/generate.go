@@ -262,9 +262,12 @@ func (d *Download) Save(path string) error {
 // ReportCounts are the counts of the Docrender-Render-Report header.
 type ReportCounts struct {
 	Pages, RenderMs, Blocked, Failed, ConsoleErrors int
+	// Passes is how many times the page was printed to settle its page
+	// references (DESIGN §10); 0 from a service that does not say.
+	Passes int
 }
 
-// parseReportHeader reads "pages=3, renderMs=412, blocked=1, failed=0, consoleErrors=0".
+// parseReportHeader reads "pages=3, renderMs=412, blocked=1, failed=0, consoleErrors=0, passes=1".
 func parseReportHeader(h string) *ReportCounts {
 	if h == "" {
 		return nil
@@ -287,6 +290,8 @@ func parseReportHeader(h string) *ReportCounts {
 			r.Failed = n
 		case "consoleErrors":
 			r.ConsoleErrors = n
+		case "passes":
+			r.Passes = n
 		}
 	}
 	return r

@@ -71,6 +71,9 @@ type reportEntry struct {
 	// many there were.
 	ImagesWithoutAlt      []string `json:"imagesWithoutAlt"`
 	ImagesWithoutAltTotal int32    `json:"imagesWithoutAltTotal"`
+	// DESIGN §10: how many times the page was printed (page references);
+	// left out of an entry without a report.
+	Passes int32 `json:"passes,omitempty"`
 	// Error says why the document has no report (rendered by a worker
 	// that kept none, say).
 	Error string `json:"error,omitempty"`
@@ -87,7 +90,11 @@ type failedRequest struct {
 func newReportEntry(r *jobspb.Report) reportEntry {
 	e := reportEntry{Pages: r.GetPages(), RenderMs: r.GetRenderMs(), BlockedRequests: r.GetBlockedRequests(),
 		FailedRequests: []failedRequest{}, ConsoleErrors: r.GetConsoleErrors(), ImagesWithoutAlt: r.GetImagesWithoutAlt(),
-		ImagesWithoutAltTotal: max(r.GetImagesWithoutAltTotal(), int32(len(r.GetImagesWithoutAlt())))}
+		ImagesWithoutAltTotal: max(r.GetImagesWithoutAltTotal(), int32(len(r.GetImagesWithoutAlt()))),
+		Passes:                r.GetPasses()}
+	if r != nil {
+		e.Passes = max(e.Passes, 1)
+	}
 	if e.BlockedRequests == nil {
 		e.BlockedRequests = []string{}
 	}

@@ -53,7 +53,7 @@ func TestZipReport(t *testing.T) {
 		t.Fatalf("report.json (%v):\n%s", err, entries.data["report.json"])
 	}
 	want := []string{
-		`{"blockedRequests":["http://10.0.0.1/x.png"],"consoleErrors":["boom"],"failedRequests":[{"status":404,"url":"img/a.png"}],"fileName":"a.pdf","imagesWithoutAlt":["img/logo.png"],"imagesWithoutAltTotal":3,"pages":2,"renderMs":40}`,
+		`{"blockedRequests":["http://10.0.0.1/x.png"],"consoleErrors":["boom"],"failedRequests":[{"status":404,"url":"img/a.png"}],"fileName":"a.pdf","imagesWithoutAlt":["img/logo.png"],"imagesWithoutAltTotal":3,"pages":2,"passes":1,"renderMs":40}`,
 		`{"blockedRequests":[],"consoleErrors":[],"error":"No render report was kept for this document.","failedRequests":[],"fileName":"b.pdf","imagesWithoutAlt":[],"imagesWithoutAltTotal":0,"pages":0,"renderMs":0}`,
 		`{"blockedRequests":[],"consoleErrors":[],"error":"The render report of this document could not be read.","failedRequests":[],"fileName":"c.pdf","imagesWithoutAlt":[],"imagesWithoutAltTotal":0,"pages":0,"renderMs":0}`,
 	}

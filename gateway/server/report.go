@@ -26,6 +26,9 @@ type reportBody struct {
 	// many there were.
 	ImagesWithoutAlt      []string `json:"imagesWithoutAlt"`
 	ImagesWithoutAltTotal int      `json:"imagesWithoutAltTotal"`
+	// DESIGN §10: how many times the page was printed to settle its page
+	// references; 1 without them.
+	Passes int32 `json:"passes"`
 }
 
 type failedRequest struct {
@@ -41,7 +44,8 @@ func newReportBody(r *jobspb.Report) *reportBody {
 	}
 	b := &reportBody{Pages: r.Pages, RenderMs: r.RenderMs, BlockedRequests: r.BlockedRequests,
 		FailedRequests: []failedRequest{}, ConsoleErrors: r.ConsoleErrors,
-		ImagesWithoutAlt: r.ImagesWithoutAlt, ImagesWithoutAltTotal: total(r.ImagesWithoutAltTotal, len(r.ImagesWithoutAlt))}
+		ImagesWithoutAlt: r.ImagesWithoutAlt, ImagesWithoutAltTotal: total(r.ImagesWithoutAltTotal, len(r.ImagesWithoutAlt)),
+		Passes: passes(r)}
 	if b.BlockedRequests == nil {
 		b.BlockedRequests = []string{}
 	}
@@ -63,9 +67,15 @@ func setReportHeader(c echo.Context, r *jobspb.Report) {
 	if r == nil {
 		return
 	}
-	c.Response().Header().Set(headerReport, fmt.Sprintf("pages=%d, renderMs=%d, blocked=%d, failed=%d, consoleErrors=%d",
+	c.Response().Header().Set(headerReport, fmt.Sprintf("pages=%d, renderMs=%d, blocked=%d, failed=%d, consoleErrors=%d, passes=%d",
 		r.Pages, r.RenderMs, total(r.BlockedTotal, len(r.BlockedRequests)), total(r.FailedTotal, len(r.FailedRequests)),
-		total(r.ConsoleErrorsTotal, len(r.ConsoleErrors))))
+		total(r.ConsoleErrorsTotal, len(r.ConsoleErrors)), passes(r)))
+}
+
+// passes is how many times the render printed its page (DESIGN §10): 1
+// from a worker that did not count.
+func passes(r *jobspb.Report) int32 {
+	return max(r.GetPasses(), 1)
 }
 
 // total is a report's count of something: what the worker counted, or

@@ -50,17 +50,19 @@ func IsMarginFile(name string) bool { return name == HeaderFile || name == Foote
 // PrintRaw are DESIGN §6's fields as the client sends them: part of Raw,
 // of a batch's options and of each batch document.
 type PrintRaw struct {
-	HeaderTemplate       *string         `json:"headerTemplate"`
-	FooterTemplate       *string         `json:"footerTemplate"`
-	WaitForSelector      *string         `json:"waitForSelector"`
-	WaitForExpression    *string         `json:"waitForExpression"`
-	WaitDelay            *string         `json:"waitDelay"`
-	EmulatedMediaType    *string         `json:"emulatedMediaType"`
-	Scale                *float64        `json:"scale"`
-	PageRanges           *string         `json:"pageRanges"`
-	PrintBackground      *bool           `json:"printBackground"`
-	Tagged               *bool           `json:"tagged"`
-	Outline              *bool           `json:"outline"`
+	HeaderTemplate    *string  `json:"headerTemplate"`
+	FooterTemplate    *string  `json:"footerTemplate"`
+	WaitForSelector   *string  `json:"waitForSelector"`
+	WaitForExpression *string  `json:"waitForExpression"`
+	WaitDelay         *string  `json:"waitDelay"`
+	EmulatedMediaType *string  `json:"emulatedMediaType"`
+	Scale             *float64 `json:"scale"`
+	PageRanges        *string  `json:"pageRanges"`
+	PrintBackground   *bool    `json:"printBackground"`
+	Tagged            *bool    `json:"tagged"`
+	Outline           *bool    `json:"outline"`
+	// Toc: a table of contents at <nav data-toc> (DESIGN §10).
+	Toc                  *bool           `json:"toc"`
 	Metadata             json.RawMessage `json:"metadata"`
 	Encryption           json.RawMessage `json:"encryption"`
 	FailOnConsoleErrors  *bool           `json:"failOnConsoleErrors"`
@@ -161,6 +163,7 @@ func (p PrintRaw) Validate(renderTimeout time.Duration) (PrintOptions, error) {
 	pr.NoBackground = p.PrintBackground != nil && !*p.PrintBackground
 	pr.Untagged = p.Tagged != nil && !*p.Tagged
 	pr.Outline = p.Outline != nil && *p.Outline
+	pr.Toc = p.Toc != nil && *p.Toc
 	pr.FailOnConsoleErrors = p.FailOnConsoleErrors != nil && *p.FailOnConsoleErrors
 	pr.FailOnResourceErrors = p.FailOnResourceErrors != nil && *p.FailOnResourceErrors
 	pr.FailOnAccessibilityErrors = p.FailOnAccessibilityErrors != nil && *p.FailOnAccessibilityErrors

@@ -20,14 +20,14 @@ func TestPrintOptions(t *testing.T) {
 	}{
 		{name: "defaults", in: `{}`, check: func(t *testing.T, o Options) {
 			p := o.Print
-			if p.NoBackground || p.Untagged || p.Outline || p.MediaScreen || p.Scale != 0 || p.PageRanges != "" ||
+			if p.NoBackground || p.Untagged || p.Outline || p.Toc || p.MediaScreen || p.Scale != 0 || p.PageRanges != "" ||
 				p.FailOnConsoleErrors || p.FailOnResourceErrors || p.FailOnAccessibilityErrors || o.Info != nil || o.Encryption != nil || o.Report {
 				t.Fatalf("defaults: %+v", o.PrintOptions)
 			}
 		}},
 		{name: "every field", in: `{"headerTemplate":"<span class=title></span>","footerTemplate":"<span class=pageNumber></span>",
 			"waitForSelector":"#ready","waitForExpression":"window.done === true","waitDelay":"1.5s","emulatedMediaType":"Screen",
-			"scale":0.5,"pageRanges":" 1 - 3 , 5","printBackground":false,"tagged":false,"outline":true,
+			"scale":0.5,"pageRanges":" 1 - 3 , 5","printBackground":false,"tagged":false,"outline":true,"toc":true,
 			"metadata":{"title":"T","author":"A","subject":"S","keywords":["k1","k2"],"creator":"C"},
 			"encryption":{"ownerPassword":"own","userPassword":"usr","allowCopying":false},
 			"failOnConsoleErrors":true,"failOnResourceErrors":true,"failOnAccessibilityErrors":true,"extraHttpHeaders":{"X-Token":"abc"},
@@ -36,7 +36,7 @@ func TestPrintOptions(t *testing.T) {
 				p := o.Print
 				if p.HeaderTemplate == "" || p.FooterTemplate == "" || p.WaitForSelector != "#ready" || p.WaitForExpression == "" ||
 					p.WaitDelayMs != 1500 || !p.MediaScreen || p.Scale != 0.5 || p.PageRanges != "1-3,5" || !p.NoBackground ||
-					!p.Untagged || !p.Outline || !p.FailOnConsoleErrors || !p.FailOnResourceErrors || !p.FailOnAccessibilityErrors || !o.Report {
+					!p.Untagged || !p.Outline || !p.Toc || !p.FailOnConsoleErrors || !p.FailOnResourceErrors || !p.FailOnAccessibilityErrors || !o.Report {
 					t.Fatalf("print %+v", p)
 				}
 				if i := o.Info; i.Title != "T" || i.Author != "A" || i.Subject != "S" || i.Creator != "C" || strings.Join(i.Keywords, ",") != "k1,k2" {

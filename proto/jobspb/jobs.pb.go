@@ -322,8 +322,10 @@ type Print struct {
 	FailOnResourceErrors bool   `protobuf:"varint,13,opt,name=fail_on_resource_errors,json=failOnResourceErrors,proto3" json:"fail_on_resource_errors,omitempty"`
 	// DESIGN §8: images without alternative text fail the render (422).
 	FailOnAccessibilityErrors bool `protobuf:"varint,14,opt,name=fail_on_accessibility_errors,json=failOnAccessibilityErrors,proto3" json:"fail_on_accessibility_errors,omitempty"`
-	unknownFields             protoimpl.UnknownFields
-	sizeCache                 protoimpl.SizeCache
+	// DESIGN §10: a table of contents at <nav data-toc>.
+	Toc           bool `protobuf:"varint,15,opt,name=toc,proto3" json:"toc,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Print) Reset() {
@@ -450,6 +452,13 @@ func (x *Print) GetFailOnResourceErrors() bool {
 func (x *Print) GetFailOnAccessibilityErrors() bool {
 	if x != nil {
 		return x.FailOnAccessibilityErrors
+	}
+	return false
+}
+
+func (x *Print) GetToc() bool {
+	if x != nil {
+		return x.Toc
 	}
 	return false
 }
@@ -2190,8 +2199,11 @@ type Report struct {
 	ConformanceViolations []string `protobuf:"bytes,11,rep,name=conformance_violations,json=conformanceViolations,proto3" json:"conformance_violations,omitempty"`
 	// DESIGN §9: why a template could not be filled with its data.
 	TemplateErrors []*TemplateError `protobuf:"bytes,12,rep,name=template_errors,json=templateErrors,proto3" json:"template_errors,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// DESIGN §10: how many times the page was printed to settle its page
+	// references (data-page-of, data-pages-total, toc); 1 without them.
+	Passes        int32 `protobuf:"varint,13,opt,name=passes,proto3" json:"passes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Report) Reset() {
@@ -2306,6 +2318,13 @@ func (x *Report) GetTemplateErrors() []*TemplateError {
 		return x.TemplateErrors
 	}
 	return nil
+}
+
+func (x *Report) GetPasses() int32 {
+	if x != nil {
+		return x.Passes
+	}
+	return 0
 }
 
 type Result struct {
@@ -2709,7 +2728,7 @@ const file_jobs_proto_rawDesc = "" +
 	"\brotation\x18\x06 \x01(\x01R\brotation\x12\x1a\n" +
 	"\bposition\x18\a \x01(\tR\bposition\x12\x14\n" +
 	"\x05pages\x18\b \x01(\tR\x05pages\x12\x1b\n" +
-	"\timage_key\x18\t \x01(\tR\bimageKey\"\xbb\x04\n" +
+	"\timage_key\x18\t \x01(\tR\bimageKey\"\xcd\x04\n" +
 	"\x05Print\x12'\n" +
 	"\x0fheader_template\x18\x01 \x01(\tR\x0eheaderTemplate\x12'\n" +
 	"\x0ffooter_template\x18\x02 \x01(\tR\x0efooterTemplate\x12*\n" +
@@ -2726,7 +2745,8 @@ const file_jobs_proto_rawDesc = "" +
 	"\aoutline\x18\v \x01(\bR\aoutline\x123\n" +
 	"\x16fail_on_console_errors\x18\f \x01(\bR\x13failOnConsoleErrors\x125\n" +
 	"\x17fail_on_resource_errors\x18\r \x01(\bR\x14failOnResourceErrors\x12?\n" +
-	"\x1cfail_on_accessibility_errors\x18\x0e \x01(\bR\x19failOnAccessibilityErrors\"\xa2\x01\n" +
+	"\x1cfail_on_accessibility_errors\x18\x0e \x01(\bR\x19failOnAccessibilityErrors\x12\x10\n" +
+	"\x03toc\x18\x0f \x01(\bR\x03toc\"\xa2\x01\n" +
 	"\n" +
 	"Attachment\x12\x1b\n" +
 	"\tfile_name\x18\x01 \x01(\tR\bfileName\x12\x1b\n" +
@@ -2907,7 +2927,7 @@ const file_jobs_proto_rawDesc = "" +
 	"\rFailedRequest\x12\x10\n" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\x05R\x06status\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error\"\xbb\x04\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"\xd3\x04\n" +
 	"\x06Report\x12\x14\n" +
 	"\x05pages\x18\x01 \x01(\x05R\x05pages\x12\x1b\n" +
 	"\trender_ms\x18\x02 \x01(\x03R\brenderMs\x12)\n" +
@@ -2921,7 +2941,8 @@ const file_jobs_proto_rawDesc = "" +
 	"\x18images_without_alt_total\x18\n" +
 	" \x01(\x05R\x15imagesWithoutAltTotal\x125\n" +
 	"\x16conformance_violations\x18\v \x03(\tR\x15conformanceViolations\x12I\n" +
-	"\x0ftemplate_errors\x18\f \x03(\v2 .docrender.jobs.v1.TemplateErrorR\x0etemplateErrors\"\xf5\x02\n" +
+	"\x0ftemplate_errors\x18\f \x03(\v2 .docrender.jobs.v1.TemplateErrorR\x0etemplateErrors\x12\x16\n" +
+	"\x06passes\x18\r \x01(\x05R\x06passes\"\xf5\x02\n" +
 	"\x06Result\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12;\n" +
 	"\n" +

@@ -116,10 +116,12 @@ func (r *Renderer) RenderWarm(ctx context.Context, b egress.Bundle, rj *jobspb.R
 		return Output{}, err
 	}
 
-	selectors := make([]string, len(r.Hooks))
+	// The hooks' selectors, then the page references' (pagerefs.go).
+	selectors := make([]string, len(r.Hooks), len(r.Hooks)+1)
 	for i, h := range r.Hooks {
 		selectors[i] = h.Selector
 	}
+	selectors = append(selectors, refsSelector)
 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -128,6 +130,7 @@ func (r *Renderer) RenderWarm(ctx context.Context, b egress.Bundle, rj *jobspb.R
 	var tabAt, loadedAt, waitedAt, hooksAt, printedAt time.Duration
 	var report *collector
 	hooked := &jobspb.Report{}
+	passes := 1
 	filled := false
 	err = r.Pool.TabFor(ctx, key, func(t *browser.Tab) error {
 		tabAt = time.Since(start)
@@ -195,6 +198,14 @@ func (r *Renderer) RenderWarm(ctx context.Context, b egress.Bundle, rj *jobspb.R
 				}
 			}
 		}
+		refs := false
+		if i := len(r.Hooks); i < len(matched) && matched[i] {
+			found, err := prepareRefs(p, pr.GetToc())
+			if err != nil {
+				return err
+			}
+			refs = found
+		}
 		hooksAt = time.Since(start)
 		release, err := preloadFonts(p, margins.fonts)
 		if err != nil {
@@ -210,7 +221,11 @@ func (r *Renderer) RenderWarm(ctx context.Context, b egress.Bundle, rj *jobspb.R
 				c.finish(ctx, scripted)
 			}()
 		})
-		out, err = printPDF(ctx, p, printRequest(page, pr, margins), finish)
+		if refs {
+			out, passes, err = printWithRefs(ctx, p, printRequest(page, pr, margins), finish)
+		} else {
+			out, err = printPDF(ctx, p, printRequest(page, pr, margins), finish)
+		}
 		release()
 		if err == nil {
 			printedAt = time.Since(start)
@@ -252,7 +267,11 @@ func (r *Renderer) RenderWarm(ctx context.Context, b egress.Bundle, rj *jobspb.R
 		}
 		return Output{}, err
 	}
-	return report.output(out, time.Since(start), rj.GetPrint(), hooked)
+	o, err := report.output(out, time.Since(start), rj.GetPrint(), hooked)
+	if o.Report != nil {
+		o.Report.Passes = int32(passes)
+	}
+	return o, err
 }
 
 // fileServer is a tab's lane that serves the job's files (*egress.Lane).
