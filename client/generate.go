@@ -263,11 +263,12 @@ func (d *Download) Save(path string) error {
 type ReportCounts struct {
 	Pages, RenderMs, Blocked, Failed, ConsoleErrors int
 	// Passes is how many times the page was printed to settle its page
-	// references (DESIGN §10); 0 from a service that does not say.
+	// references (DESIGN §10); the header says it only when more than once,
+	// so 0 means 1.
 	Passes int
 }
 
-// parseReportHeader reads "pages=3, renderMs=412, blocked=1, failed=0, consoleErrors=0, passes=1".
+// parseReportHeader reads "pages=3, renderMs=412, blocked=1, failed=0, consoleErrors=0[, passes=2]".
 func parseReportHeader(h string) *ReportCounts {
 	if h == "" {
 		return nil

@@ -20,10 +20,10 @@ func TestReportHeaderCountsAll(t *testing.T) {
 		want   string
 	}{
 		{"lists only (an older worker)", &jobspb.Report{Pages: 2, RenderMs: 40, BlockedRequests: []string{"a"}},
-			"pages=2, renderMs=40, blocked=1, failed=0, consoleErrors=0, passes=1"},
+			"pages=2, renderMs=40, blocked=1, failed=0, consoleErrors=0"},
 		{"more than the lists keep", &jobspb.Report{Pages: 1, RenderMs: 9, BlockedRequests: hundred, ConsoleErrors: hundred,
 			BlockedTotal: 5000, FailedTotal: 3, ConsoleErrorsTotal: 250},
-			"pages=1, renderMs=9, blocked=5000, failed=3, consoleErrors=250, passes=1"},
+			"pages=1, renderMs=9, blocked=5000, failed=3, consoleErrors=250"},
 		{"page references", &jobspb.Report{Pages: 4, RenderMs: 80, Passes: 2},
 			"pages=4, renderMs=80, blocked=0, failed=0, consoleErrors=0, passes=2"},
 	}
