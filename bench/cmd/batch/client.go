@@ -1,11 +1,9 @@
 package main
 
 import (
-	"archive/zip"
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/docrender/docrender/bench/internal/benchapi"
@@ -38,28 +36,4 @@ func batchRequest(n int, stream bool) map[string]any {
 func batchZip(a *benchapi.Client, n int) ([]byte, error) {
 	b, _ := json.Marshal(batchRequest(n, false))
 	return a.Send("POST", "/pdf/generate-batch", "application/json", bytes.NewReader(b))
-}
-
-// checkZip verifies the ZIP holds n PDFs.
-func checkZip(data []byte, n int) error {
-	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
-	if err != nil {
-		return fmt.Errorf("ZIP: %w", err)
-	}
-	if len(zr.File) != n {
-		return fmt.Errorf("ZIP has %d entries, want %d", len(zr.File), n)
-	}
-	for _, f := range zr.File {
-		rc, err := f.Open()
-		if err != nil {
-			return err
-		}
-		head := make([]byte, 5)
-		_, err = io.ReadFull(rc, head)
-		rc.Close()
-		if err != nil || string(head) != "%PDF-" {
-			return fmt.Errorf("entry %s is not a PDF", f.Name)
-		}
-	}
-	return nil
 }

@@ -109,7 +109,7 @@ func memory(n int, binDir string) error {
 	for _, p := range procs {
 		p.sample()
 	}
-	if err := checkZip(zip, n); err != nil {
+	if err := benchapi.CheckZip(zip, n); err != nil {
 		return err
 	}
 	fmt.Printf("\ndocrender batch memory: %d documents, scaled out (bin/gateway + 2 bin/worker, NATS %s, Redis), %s, %.2f PDFs/s, ZIP %.1f MB\n",

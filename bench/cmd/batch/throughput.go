@@ -51,7 +51,7 @@ func throughput(n, rounds int) error {
 			return err
 		}
 		b := time.Since(start)
-		if err := checkZip(zip, n); err != nil {
+		if err := benchapi.CheckZip(zip, n); err != nil {
 			return err
 		}
 		singleTotal += s

@@ -83,7 +83,7 @@ func cpuTable(cs []int, n int, sides []cpuSide) error {
 				return fmt.Errorf("cpu %s at %d: %w", s.name, c, err)
 			}
 			costs = append(costs, cost)
-			fmt.Printf(" | %5.1f + %5.1f = %5.1f        ", ms(cost.browser), ms(cost.self), ms(cost.total()))
+			fmt.Printf(" | %5.1f + %5.1f = %5.1f        ", benchapi.Ms(cost.browser), benchapi.Ms(cost.self), benchapi.Ms(cost.total()))
 		}
 		fmt.Printf(" | %5.2f\n", float64(costs[len(costs)-1].total())/float64(costs[0].total()))
 	}

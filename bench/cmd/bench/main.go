@@ -136,7 +136,7 @@ func run(levels string, dur time.Duration, rounds int, name, html string, tagged
 			}
 		}
 		fmt.Printf("%-4d | %6.1f %6.0fms %6.0fms     | %6.1f %6.0fms %6.0fms       | %5.1f%%  | %6.1f %6.0fms\n", c,
-			s.Rate(), ms(s.P50()), ms(s.P95()), b.Rate(), ms(b.P50()), ms(b.P95()), 100*s.Rate()/b.Rate(), n.Rate(), ms(n.P50()))
+			s.Rate(), benchapi.Ms(s.P50()), benchapi.Ms(s.P95()), b.Rate(), benchapi.Ms(b.P50()), benchapi.Ms(b.P95()), 100*s.Rate()/b.Rate(), n.Rate(), benchapi.Ms(n.P50()))
 	}
 	if cpuN > 0 {
 		err := cpuTable(cs, cpuN, []cpuSide{{"service", hs.Worker.Pool().PID(), service},
@@ -150,8 +150,6 @@ func run(levels string, dur time.Duration, rounds int, name, html string, tagged
 	}
 	return nil
 }
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // bareBrowser launches the same Chromium with n warm tabs; pid is its
 // process.

@@ -56,7 +56,7 @@ func taggedCost(api *benchapi.Client, levels []int, dur time.Duration, rounds in
 				}
 			}
 			fmt.Printf("%-20s %-4d | %6.1f %8.0fms       | %6.1f %8.0fms         | %5.1f%% | %d KB / %d KB\n", d.name, c,
-				tagged.Rate(), ms(tagged.P50()), untagged.Rate(), ms(untagged.P50()), 100*tagged.Rate()/untagged.Rate(),
+				tagged.Rate(), benchapi.Ms(tagged.P50()), untagged.Rate(), benchapi.Ms(untagged.P50()), 100*tagged.Rate()/untagged.Rate(),
 				sizes[0]/1024, sizes[1]/1024)
 		}
 	}

@@ -104,8 +104,8 @@ func run(dur time.Duration, rounds int) error {
 			}
 		}
 		for i, v := range variants {
-			fmt.Printf("%-20s %-26s | %8.1f %6.1fms | %+6.1f%% | %d KB\n", d.name, v.name, res[i].Rate(), ms(res[i].P50()),
-				100*(ms(res[i].P50())/ms(res[0].P50())-1), sizes[i]/1024)
+			fmt.Printf("%-20s %-26s | %8.1f %6.1fms | %+6.1f%% | %d KB\n", d.name, v.name, res[i].Rate(), benchapi.Ms(res[i].P50()),
+				100*(benchapi.Ms(res[i].P50())/benchapi.Ms(res[0].P50())-1), sizes[i]/1024)
 		}
 		// Inspect of the all-of-§8 PDF: what reading it back costs.
 		pdf, err := api.GenerateWith(d.html, variants[len(variants)-1].opts)
@@ -116,12 +116,10 @@ func run(dur time.Duration, rounds int) error {
 		if err != nil {
 			return fmt.Errorf("inspect: %w", err)
 		}
-		fmt.Printf("%-20s %-26s | %8.1f %6.1fms |\n", d.name, "inspect (all-of-§8 PDF)", r.Rate(), ms(r.P50()))
+		fmt.Printf("%-20s %-26s | %8.1f %6.1fms |\n", d.name, "inspect (all-of-§8 PDF)", r.Rate(), benchapi.Ms(r.P50()))
 	}
 	return nil
 }
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // grant lets the bench account sign as acme (DESIGN §8's admin route).
 func grant(api *benchapi.Client) error {

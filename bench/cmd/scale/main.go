@@ -46,7 +46,7 @@ func run(gateways []string, label string, c int, d time.Duration, n int) error {
 	if err != nil {
 		return err
 	}
-	line := fmt.Sprintf("%-8s | %6.1f PDFs/s  p50 %5.0f ms  p95 %5.0f ms", label, gen.Rate(), ms(gen.P50()), ms(gen.P95()))
+	line := fmt.Sprintf("%-8s | %6.1f PDFs/s  p50 %5.0f ms  p95 %5.0f ms", label, gen.Rate(), benchapi.Ms(gen.P50()), benchapi.Ms(gen.P95()))
 	if n > 0 {
 		took, err := runBatch(u, gateways[0], n)
 		if err != nil {
@@ -149,8 +149,6 @@ func (u *user) generate(base string, i int) error {
 	req.Header.Set("X-API-Key", u.key)
 	return u.do(req, nil)
 }
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // measureGenerate runs c clients for d; the clients take the gateways in turn.
 func measureGenerate(u *user, gateways []string, c int, d time.Duration) (benchapi.Result, error) {

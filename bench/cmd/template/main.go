@@ -11,7 +11,6 @@
 package main
 
 import (
-	"archive/zip"
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
@@ -228,13 +227,13 @@ func run(n, rounds int, single time.Duration) error {
 			}
 			took[i] = time.Since(start)
 			bc, sc := (browser.ProcessTreeCPU(pid)-b0)/time.Duration(n), (selfCPU()-s0)/time.Duration(n)
-			if err := checkZip(zip, n); err != nil {
+			if err := benchapi.CheckZip(zip, n); err != nil {
 				return fmt.Errorf("%s: %w", s.name, err)
 			}
 			elapsed[i] += took[i]
 			sent[i], dataBytes[i] = len(body), data
 			fmt.Printf("%-20s | %-5d | %8.2f %9s | %10.0f B %10.0f B | %4.1f + %4.1f ms\n", s.name, r+1, float64(n)/took[i].Seconds(), took[i].Round(10*time.Millisecond),
-				float64(len(body))/float64(n), float64(len(body)-data)/float64(n), ms(bc), ms(sc))
+				float64(len(body))/float64(n), float64(len(body)-data)/float64(n), benchapi.Ms(bc), benchapi.Ms(sc))
 		}
 		ratios = append(ratios, took[0].Seconds()/took[1].Seconds())
 	}
@@ -299,7 +298,7 @@ func run(n, rounds int, single time.Duration) error {
 	raw, _ := json.Marshal(rowData(0))
 	fmt.Printf("%-20s | %8s %8s %8s | %10s\n", "generate, c=1", "PDFs/s", "p50", "p95", "sent")
 	for i, s := range sides {
-		fmt.Printf("%-20s | %8.2f %6.1fms %6.1fms | %8d B\n", s.name, res[i].Rate(), ms(res[i].P50()), ms(res[i].P95()), sizes[i])
+		fmt.Printf("%-20s | %8.2f %6.1fms %6.1fms | %8d B\n", s.name, res[i].Rate(), benchapi.Ms(res[i].P50()), benchapi.Ms(res[i].P95()), sizes[i])
 	}
 	fmt.Printf("template/HTML generate: %.2fx PDFs/s (data %d B a document); load average %s\n", res[1].Rate()/res[0].Rate(), len(raw), loadAvg())
 	return nil
@@ -316,32 +315,6 @@ func upload(api *benchapi.Client) error {
 	}
 	w.Close()
 	return api.PostMultipart("/api/templates", w.FormDataContentType(), &buf)
-}
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// checkZip verifies the ZIP holds n PDFs.
-func checkZip(data []byte, n int) error {
-	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
-	if err != nil {
-		return fmt.Errorf("ZIP: %w", err)
-	}
-	if len(zr.File) != n {
-		return fmt.Errorf("ZIP has %d entries, want %d", len(zr.File), n)
-	}
-	for _, f := range zr.File {
-		rc, err := f.Open()
-		if err != nil {
-			return err
-		}
-		head := make([]byte, 5)
-		_, err = io.ReadFull(rc, head)
-		rc.Close()
-		if err != nil || string(head) != "%PDF-" {
-			return fmt.Errorf("entry %s is not a PDF", f.Name)
-		}
-	}
-	return nil
 }
 
 // loadAvg is the 1, 5 and 15 minute load average (Linux).

@@ -101,6 +101,21 @@ func (a *Client) Get(path string) ([]byte, error) {
 // Send makes one request with the API key and returns the body of a 200
 // answer; anything else is an error quoting the body.
 func (a *Client) Send(method, path, contentType string, body io.Reader) ([]byte, error) {
+	return a.send(method, path, contentType, body, "X-API-Key", a.Key)
+}
+
+// SendAuth is Send with an Authorization header instead of the API key
+// (an admin's bearer token) and a JSON body (nil: none).
+func (a *Client) SendAuth(method, path, authorization string, body []byte) ([]byte, error) {
+	contentType := ""
+	if body != nil {
+		contentType = "application/json"
+	}
+	return a.send(method, path, contentType, bytes.NewReader(body), "Authorization", authorization)
+}
+
+// send makes one request with the credential header given.
+func (a *Client) send(method, path, contentType string, body io.Reader, authHeader, auth string) ([]byte, error) {
 	req, err := http.NewRequest(method, a.Base+path, body)
 	if err != nil {
 		return nil, err
@@ -108,33 +123,7 @@ func (a *Client) Send(method, path, contentType string, body io.Reader) ([]byte,
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
-	req.Header.Set("X-API-Key", a.Key)
-	resp, err := a.HTTP.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s %s: %d %.300s", method, path, resp.StatusCode, data)
-	}
-	return data, nil
-}
-
-// SendAuth is Send with an Authorization header instead of the API key
-// (an admin's bearer token) and a JSON body (nil: none).
-func (a *Client) SendAuth(method, path, authorization string, body []byte) ([]byte, error) {
-	req, err := http.NewRequest(method, a.Base+path, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Authorization", authorization)
+	req.Header.Set(authHeader, auth)
 	resp, err := a.HTTP.Do(req)
 	if err != nil {
 		return nil, err

@@ -68,3 +68,6 @@ func Measure(c int, d time.Duration, fn func(client, n int) error) (Result, erro
 	slices.Sort(lat)
 	return Result{Elapsed: time.Since(start), Lat: lat}, nil
 }
+
+// Ms is d in milliseconds, for the tables.
+func Ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
