@@ -465,33 +465,15 @@ func (s *Store) List(ctx context.Context, owner string, page, limit int) ([]*Tem
 	if err != nil {
 		return nil, 0, err
 	}
-	out := []*Template{}
-	skip := (page - 1) * limit
-	const batch = 200
-	for off := 0; len(out) < limit; off += batch {
-		members, err := s.st.IndexRange(ctx, listIndex(owner), state.MinScore, state.MaxScore, off, batch, true)
-		if err != nil {
-			return nil, 0, fmt.Errorf("templates: list: %w", err)
+	out, err := state.Page(ctx, s.st, listIndex(owner), page, limit, func(id string) (*Template, bool, error) {
+		t, err := s.Get(ctx, owner, id)
+		if errors.Is(err, ErrNotFound) {
+			return nil, false, nil // an upload still making its first version
 		}
-		for _, id := range members {
-			t, err := s.Get(ctx, owner, id)
-			if errors.Is(err, ErrNotFound) {
-				continue // an upload still making its first version
-			}
-			if err != nil {
-				return nil, 0, err
-			}
-			if skip > 0 {
-				skip--
-				continue
-			}
-			if len(out) < limit {
-				out = append(out, t)
-			}
-		}
-		if len(members) < batch {
-			break
-		}
+		return t, err == nil, err
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("templates: list: %w", err)
 	}
 	return out, total, nil
 }

@@ -264,31 +264,13 @@ func (s *Store) List(ctx context.Context, owner string, page, limit int) ([]*Fil
 	if err != nil {
 		return nil, 0, err
 	}
-	out := []*File{}
-	skip := (page - 1) * limit
-	// Walk newest first, skipping records that expired but were not swept yet.
-	const batch = 200
-	for off := 0; len(out) < limit; off += batch {
-		ids, err := s.st.IndexRange(ctx, listIndex(owner), state.MinScore, state.MaxScore, off, batch, true)
-		if err != nil {
-			return nil, 0, fmt.Errorf("files: list: %w", err)
-		}
-		for _, id := range ids {
-			f, err := s.Get(ctx, id)
-			if err != nil {
-				continue
-			}
-			if skip > 0 {
-				skip--
-				continue
-			}
-			if len(out) < limit {
-				out = append(out, f)
-			}
-		}
-		if len(ids) < batch {
-			break
-		}
+	// Newest first, skipping records that expired but were not swept yet.
+	out, err := state.Page(ctx, s.st, listIndex(owner), page, limit, func(id string) (*File, bool, error) {
+		f, err := s.Get(ctx, id)
+		return f, err == nil, nil
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("files: list: %w", err)
 	}
 	return out, total, nil
 }
