@@ -2,9 +2,6 @@ package account
 
 import (
 	"context"
-	"crypto/rand"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -14,30 +11,8 @@ import (
 	"github.com/docrender/docrender/pkg/config"
 	"github.com/docrender/docrender/pkg/ids"
 	"github.com/docrender/docrender/pkg/state"
-	"github.com/docrender/docrender/pkg/state/boltstate"
-	"github.com/docrender/docrender/pkg/state/redisstate"
+	"github.com/docrender/docrender/pkg/state/statetest"
 )
-
-// stores are the two state stores an account lives in (DESIGN §1): the
-// embedded bbolt file and the machine's Redis.
-func stores(t *testing.T) map[string]state.Store {
-	t.Helper()
-	bolt, err := boltstate.Open(filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { bolt.Close() })
-	url := os.Getenv("DOCRENDER_TEST_REDIS_URL")
-	if url == "" {
-		url = "redis://127.0.0.1:6379/0"
-	}
-	red, err := redisstate.Open(context.Background(), url, "test:"+rand.Text()[:8]+":")
-	if err != nil {
-		t.Fatalf("Redis must be running (scripts/setup --test starts it): %v", err)
-	}
-	t.Cleanup(func() { red.Close() })
-	return map[string]state.Store{"bbolt": bolt, "redis": red}
-}
 
 func serviceOn(t *testing.T, st state.Store) *Service {
 	t.Helper()
@@ -55,7 +30,7 @@ func serviceOn(t *testing.T, st state.Store) *Service {
 // way in, replaced whole, and emptied.
 func TestSigningIdentities(t *testing.T) {
 	ctx := context.Background()
-	for name, st := range stores(t) {
+	for name, st := range statetest.Stores(t) {
 		t.Run(name, func(t *testing.T) {
 			s := serviceOn(t, st)
 			email := ids.New() + "@example.com"
@@ -117,7 +92,7 @@ func TestSigningIdentities(t *testing.T) {
 // either both stay: neither writes back the other's stale record.
 func TestGrantAndPlanChangeAtOnce(t *testing.T) {
 	ctx := context.Background()
-	for name, st := range stores(t) {
+	for name, st := range statetest.Stores(t) {
 		t.Run(name, func(t *testing.T) {
 			s := serviceOn(t, st)
 			for range 10 {

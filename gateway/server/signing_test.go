@@ -19,8 +19,7 @@ import (
 	"github.com/docrender/docrender/pkg/blob/localblob"
 	"github.com/docrender/docrender/pkg/config"
 	"github.com/docrender/docrender/pkg/state"
-	"github.com/docrender/docrender/pkg/state/boltstate"
-	"github.com/docrender/docrender/pkg/state/redisstate"
+	"github.com/docrender/docrender/pkg/state/statetest"
 )
 
 // signingDir is a DOCRENDER_SIGNING_DIR holding the identities acme
@@ -146,27 +145,6 @@ func gatewayOn(t *testing.T, st state.Store, env map[string]string) *testGateway
 	return g
 }
 
-// signingStores are the two state stores (DESIGN §1) the admin route is
-// tested on: bbolt and the machine's Redis.
-func signingStores(t *testing.T) map[string]state.Store {
-	t.Helper()
-	bolt, err := boltstate.Open(filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { bolt.Close() })
-	url := os.Getenv("DOCRENDER_TEST_REDIS_URL")
-	if url == "" {
-		url = "redis://127.0.0.1:6379/0"
-	}
-	red, err := redisstate.Open(context.Background(), url, "test:"+rand.Text()[:8]+":")
-	if err != nil {
-		t.Fatalf("Redis must be running (scripts/setup --test starts it): %v", err)
-	}
-	t.Cleanup(func() { red.Close() })
-	return map[string]state.Store{"bbolt": bolt, "redis": red}
-}
-
 // identitiesOf is data.signingIdentities of an admin answer.
 func identitiesOf(t *testing.T, a reply) []string {
 	t.Helper()
@@ -192,7 +170,7 @@ func TestAdminSetSigning(t *testing.T) {
 	for i := range many {
 		many[i] = "acme"
 	}
-	for name, st := range signingStores(t) {
+	for name, st := range statetest.Stores(t) {
 		t.Run(name, func(t *testing.T) {
 			g := gatewayOn(t, st, map[string]string{"DOCRENDER_SIGNING_DIR": signingDir(t)})
 			path := "/api/admin/accounts/" + g.user.ID + "/signing"
