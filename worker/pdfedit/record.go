@@ -12,6 +12,7 @@ import (
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/types"
 
+	"github.com/docrender/docrender/pkg/pdfopts"
 	"github.com/docrender/docrender/proto/jobspb"
 )
 
@@ -198,7 +199,7 @@ func embedFiles(pc *model.Context, root types.Dict, rec *jobspb.Record, now time
 		files = append(files, file{a.FileName, a.MimeType, a.Description, rel, a.Data})
 	}
 	if e := rec.Einvoice; e != nil {
-		files = append(files, file{einvoiceName(e.Profile), "text/xml", "Factur-X/ZUGFeRD invoice", einvoiceRelationship(e.Profile), e.Xml})
+		files = append(files, file{pdfopts.EInvoiceFileName(e.Profile), "text/xml", "Factur-X/ZUGFeRD invoice", pdfopts.EInvoiceRelationship(e.Profile), e.Xml})
 	}
 	if len(files) == 0 {
 		return nil
@@ -247,22 +248,6 @@ func embedFiles(pc *model.Context, root types.Dict, rec *jobspb.Record, now time
 		root["AF"] = af
 	}
 	return nil
-}
-
-// The e-invoice's name and relationship by profile (Factur-X 1.0; the same
-// rules as pkg/pdfopts, which the worker does not import).
-func einvoiceName(profile string) string {
-	if profile == "XRECHNUNG" {
-		return "xrechnung.xml"
-	}
-	return "factur-x.xml"
-}
-
-func einvoiceRelationship(profile string) string {
-	if profile == "MINIMUM" || profile == "BASIC WL" {
-		return "Data"
-	}
-	return "Alternative"
 }
 
 // allowedActions are the action types PDF/A-2 and -3 permit (6.5.1).

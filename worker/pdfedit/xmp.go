@@ -10,6 +10,7 @@ import (
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/types"
 
+	"github.com/docrender/docrender/pkg/pdfopts"
 	"github.com/docrender/docrender/proto/jobspb"
 )
 
@@ -116,7 +117,7 @@ func buildXMP(f xmpFields) []byte {
 	if f.EInvoice != "" {
 		b.WriteString(`<rdf:Description rdf:about="" xmlns:fx="urn:factur-x:pdfa:CrossIndustryDocument:invoice:1p0#">`)
 		fmt.Fprintf(&b, `<fx:DocumentType>INVOICE</fx:DocumentType><fx:DocumentFileName>%s</fx:DocumentFileName><fx:Version>1.0</fx:Version><fx:ConformanceLevel>%s</fx:ConformanceLevel>`,
-			einvoiceName(f.EInvoice), esc(f.EInvoice))
+			pdfopts.EInvoiceFileName(f.EInvoice), esc(f.EInvoice))
 		b.WriteString("</rdf:Description>\n")
 	}
 	if f.PDFA != "" && (f.PDFUA || f.EInvoice != "") {
