@@ -16,6 +16,7 @@ import (
 
 	"github.com/docrender/docrender/pkg/filename"
 	"github.com/docrender/docrender/pkg/invalid"
+	"github.com/docrender/docrender/pkg/signids"
 	"github.com/docrender/docrender/proto/jobspb"
 )
 
@@ -347,10 +348,6 @@ func CheckEInvoiceXML(data []byte) error {
 	return nil
 }
 
-// identityName is a signing identity's name (DESIGN §8): a file stem in
-// DOCRENDER_SIGNING_DIR.
-var identityName = regexp.MustCompile(`^[a-z0-9-]{1,64}$`)
-
 func signature(raw json.RawMessage) (*jobspb.Signature, error) {
 	if isNull(raw) {
 		return nil, nil
@@ -366,7 +363,7 @@ func signature(raw json.RawMessage) (*jobspb.Signature, error) {
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return nil, invalid.Field("sign", "must be an object {identity, reason?, location?, contactInfo?, level?, visible?}")
 	}
-	if s.Identity == nil || !identityName.MatchString(strings.TrimSpace(*s.Identity)) {
+	if s.Identity == nil || !signids.ValidName(strings.TrimSpace(*s.Identity)) {
 		return nil, invalid.Field("sign.identity", "must name a signing identity (a-z, 0-9 and -, at most 64)")
 	}
 	out := &jobspb.Signature{Identity: strings.TrimSpace(*s.Identity)}

@@ -20,10 +20,10 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/docrender/docrender/pkg/signids"
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -48,12 +48,10 @@ func (id *Identity) String() string {
 	return "identity " + id.Name
 }
 
-// validName is what an identity may be called: the file stem in the
-// signing directory and the name a request gives.
-var validName = regexp.MustCompile(`^[a-z0-9-]{1,64}$`)
-
-// ValidName reports whether name can name an identity.
-func ValidName(name string) bool { return validName.MatchString(name) }
+// ValidName reports whether name can name an identity: the file stem in
+// the signing directory and the name a request gives (signids' rule, the
+// gateway's too).
+func ValidName(name string) bool { return signids.ValidName(name) }
 
 // The files of an identity: NAME.p12 with its password in NAME.pass, or
 // NAME.crt (PEM chain) with NAME.key (PEM private key).
