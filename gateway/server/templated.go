@@ -16,16 +16,13 @@ import (
 	"github.com/docrender/docrender/gateway/account"
 	"github.com/docrender/docrender/gateway/server/apierr"
 	"github.com/docrender/docrender/gateway/templates"
+	"github.com/docrender/docrender/pkg/batch"
 	"github.com/docrender/docrender/pkg/blob"
 	"github.com/docrender/docrender/pkg/invalid"
 	"github.com/docrender/docrender/pkg/pdfopts"
 	"github.com/docrender/docrender/pkg/tmpl"
 	"github.com/docrender/docrender/proto/jobspb"
 )
-
-// inlineDataBytes is the most template data a job message carries; more
-// travels through the blob store, as a watermark image does.
-const inlineDataBytes = 256 << 10
 
 // isJSONBody reports whether the request's body is JSON.
 func isJSONBody(c echo.Context) bool {
@@ -190,7 +187,7 @@ func (s *Server) renderTemplate(c echo.Context, u *account.User, job *jobspb.Job
 	return s.runGenerate(c, u, job, up, v.Entry, opts, func(rj *jobspb.RenderJob) error {
 		rj.BundlePrefix, rj.Files, rj.Entry = blob.TemplateFiles(t.ID, v.Version), v.Files, v.Entry
 		fill := &jobspb.TemplateFill{TemplateId: t.ID, Version: int32(v.Version)}
-		if len(canon) <= inlineDataBytes {
+		if len(canon) <= batch.InlineDataBytes {
 			fill.DataJson = canon
 		} else {
 			fill.DataKey = blob.JobDir(job.Id) + "data.json"

@@ -198,9 +198,9 @@ type Document struct {
 	Data []byte
 }
 
-// inlineDataBytes is the most template data a job message carries; more
-// travels through the blob store.
-const inlineDataBytes = 256 << 10
+// InlineDataBytes is the most template data a job message carries; more
+// travels through the blob store (a generate's too).
+const InlineDataBytes = 256 << 10
 
 // Submit starts r, whose conversions (r.Charge) and, with r.Host, hosted
 // slot (r.ZipID) are reserved: from here the batch owns them. It stores
@@ -281,7 +281,7 @@ func (t *Tracker) Submit(ctx context.Context, r *Record, docs []Document, render
 			// A stored template's files, filled with this document's data.
 			rj.BundlePrefix, rj.Files, rj.Entry = render.GetBundlePrefix(), render.GetFiles(), render.GetEntry()
 			rj.Template = &jobspb.TemplateFill{TemplateId: fill.TemplateId, Version: fill.Version, DataJson: docs[i].Data}
-			if len(docs[i].Data) > inlineDataBytes {
+			if len(docs[i].Data) > InlineDataBytes {
 				key := blob.BatchInputs(r.ID, i) + "data.json"
 				if err := t.blobs.Put(ctx, key, bytes.NewReader(docs[i].Data), int64(len(docs[i].Data))); err != nil {
 					t.refused(ctx, r, i, err)
