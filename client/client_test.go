@@ -85,8 +85,8 @@ func TestOptionsJSON(t *testing.T) {
 	}
 
 	// A batch document's own print options sit beside its fields.
-	doc, _ := json.Marshal(BatchDocument{FileName: "a", HTMLContent: "<p>", PrintOptions: &PrintOptions{PageRanges: "1"}})
-	if string(doc) != `{"fileName":"a","htmlContent":"\u003cp\u003e","pageRanges":"1"}` {
+	doc, _ := json.Marshal(BatchDocument{FileName: "a", HTMLContent: "<p>", PrintOptions: &PrintOptions{PageRanges: "1", TOC: true}})
+	if string(doc) != `{"fileName":"a","htmlContent":"\u003cp\u003e","pageRanges":"1","toc":true}` {
 		t.Errorf("document %s", doc)
 	}
 	body, _ := BatchRequest{Documents: []BatchDocument{{FileName: "a", URL: "https://e.x"}}, Host: true}.body(true, true)

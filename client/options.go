@@ -76,6 +76,9 @@ type PrintOptions struct {
 	Tagged *bool `json:"tagged,omitempty"`
 	// Outline adds bookmarks from the headings.
 	Outline bool `json:"outline,omitempty"`
+	// TOC fills <nav data-toc> with a table of contents of the h1–h3
+	// headings, with links and page numbers (DESIGN §10).
+	TOC bool `json:"toc,omitempty"`
 	// Metadata is the document information (title from <title> by default).
 	Metadata *Metadata `json:"metadata,omitempty"`
 	// Encryption locks the PDF with AES-256.
