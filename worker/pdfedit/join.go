@@ -39,6 +39,10 @@ const (
 	maxJoinDepth = 256
 	// maxTreeNodes bounds the nodes visited in one number or name tree.
 	maxTreeNodes = 1 << 20
+	// maxParentKey bounds a part's parent tree keys (Chromium uses one per
+	// page and one per annotation), so that offsetting them cannot
+	// overflow; larger keys are ignored as malformed.
+	maxParentKey = 1 << 24
 )
 
 // Join joins the parts of one document printed in pieces by Chromium (a
@@ -59,7 +63,9 @@ const (
 //     points at explicit pages); a non-empty outline becomes the /Outlines,
 //     nested by Level, each item pointing at its named destination. A
 //     heading whose Dest is not among the joined /Dests is left out, its
-//     children moving up to its parent.
+//     children moving up to its parent. (Chromium writes a destination
+//     only for an element that a link of the same print points to: a
+//     part must link, hidden links will do, to the headings it paints.)
 //   - Info, /Lang, /MarkInfo and /ViewerPreferences are part 1's.
 //
 // An unusable part is a *BadInputError naming it ("part 2"); pdfcpu panics
@@ -576,12 +582,12 @@ func eachDict(pc *model.Context, f func(types.Dict)) {
 // values pointing at elements merged away redirected, to the flat one.
 func (j *joiner) addParentTree(str types.Dict, offset int) {
 	next := 0
-	if n, ok := str["ParentTreeNextKey"].(types.Integer); ok && n > 0 {
+	if n, ok := str["ParentTreeNextKey"].(types.Integer); ok && n > 0 && n <= maxParentKey {
 		next = int(n)
 	}
 	j.walkTree(str["ParentTree"], "Nums", func(k, v types.Object) {
 		key, ok := k.(types.Integer)
-		if !ok || key < 0 {
+		if !ok || key < 0 || key >= maxParentKey {
 			return
 		}
 		next = max(next, int(key)+1)

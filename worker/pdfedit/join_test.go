@@ -270,37 +270,60 @@ func TestJoinChromiumParts(t *testing.T) {
 
 // TestJoinContentSplit joins slices of the document each printed on its
 // own, the way a split render prints them: the cut falls inside table 3,
-// the second slice repeats the table head, and both tabs number their
-// nodes (hence the header cells' IDs) alike.
+// the second slice repeats the table head, and each tab numbers the nodes
+// of its own document (the header cells' IDs): "colliding IDs" makes the
+// second slice's table 4 take the IDs of the first slice's table 1.
 func TestJoinContentSplit(t *testing.T) {
 	set := joinPrints(t)
-	out := join(t, set.slices, joinHeadings())
-	checkQPDF(t, tmpPDF(t, out))
-	doc, whole := qpdfJSON(t, out), qpdfJSON(t, set.whole)
-	if got, want := doc.structShape(t), whole.structShape(t); got != want {
-		t.Errorf("structure tree differs from the one-piece print:\n got %s\nwant %s", got, want)
+	whole := qpdfJSON(t, set.whole)
+	for _, tc := range []struct {
+		name string
+		edit func(string) string
+	}{
+		{"as printed", nil},
+		{"colliding IDs", func(s string) string {
+			for i := range 3 {
+				s = strings.ReplaceAll(s, fmt.Sprintf("(node%08d)", 109+i), fmt.Sprintf("(node%08d)", 32+i))
+			}
+			return s
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			parts := slices.Clone(set.slices)
+			if tc.edit != nil {
+				parts[1] = qdfEdit(t, parts[1], tc.edit)
+				if !bytes.Contains(parts[1], []byte("(node00000032)")) {
+					t.Fatal("the edit changed nothing: Chromium numbers its nodes otherwise now")
+				}
+			}
+			out := join(t, parts, joinHeadings())
+			checkQPDF(t, tmpPDF(t, out))
+			doc := qpdfJSON(t, out)
+			if got, want := doc.structShape(t), whole.structShape(t); got != want {
+				t.Errorf("structure tree differs from the one-piece print:\n got %s\nwant %s", got, want)
+			}
+			doc.checkParentTree(t)
+			doc.checkIDs(t)
+			// Titles and levels as printed in one piece (the pages differ:
+			// the first slice ends mid-page).
+			strip := func(o []string) []string {
+				for i, s := range o {
+					o[i] = s[:strings.LastIndex(s, "@")]
+				}
+				return o
+			}
+			if got, want := strip(doc.outline()), strip(whole.outline()); !slices.Equal(got, want) {
+				t.Errorf("outline:\n got %q\nwant %q", got, want)
+			}
+			// The links of the first slice to sections of the second resolve.
+			for _, l := range doc.linkTargets(t) {
+				if strings.HasSuffix(l, "→0") {
+					t.Errorf("link %s does not resolve", l)
+				}
+			}
+			checkUA(t, out, set.whole)
+		})
 	}
-	doc.checkParentTree(t)
-	doc.checkIDs(t)
-	// Titles and levels as printed in one piece (the pages differ: the
-	// first slice ends mid-page).
-	strip := func(o []string) []string {
-		for i, s := range o {
-			o[i] = s[:strings.LastIndex(s, "@")]
-		}
-		return o
-	}
-	if got, want := strip(doc.outline()), strip(whole.outline()); !slices.Equal(got, want) {
-		t.Errorf("outline:\n got %q\nwant %q", got, want)
-	}
-	// The links of the first slice to sections of the second resolve.
-	dests := doc.destPages(t)
-	for _, l := range doc.linkTargets(t) {
-		if strings.HasSuffix(l, "→0") {
-			t.Errorf("link %s does not resolve (dests %v)", l, dests)
-		}
-	}
-	checkUA(t, out, set.whole)
 }
 
 func TestJoinUntagged(t *testing.T) {
@@ -711,7 +734,22 @@ func (d *qpdfJSONDoc) checkParentTree(t *testing.T) {
 		}
 		entries[k] = nums[i+1]
 	}
+	// The elements of the tree: a parent tree entry must be one of them,
+	// not an element merged away.
+	inTree := map[string]bool{}
+	stack := d.kids(root["/K"])
+	for len(stack) > 0 && len(inTree) < 1e6 {
+		k := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if s, ok := k.(string); ok && !inTree[s] && d.dict(s)["/S"] != nil {
+			inTree[s] = true
+			stack = append(stack, d.kids(d.dict(s)["/K"])...)
+		}
+	}
 	holds := func(elem any, mcid int, page string) bool {
+		if s, _ := elem.(string); !inTree[s] {
+			return false
+		}
 		e := d.dict(elem)
 		pg, _ := e["/Pg"].(string)
 		for _, k := range d.kids(e["/K"]) {
@@ -755,8 +793,12 @@ func (d *qpdfJSONDoc) checkParentTree(t *testing.T) {
 			if !ok {
 				continue
 			}
-			e := d.dict(entries[int(sp)])
+			ref, _ := entries[int(sp)].(string)
+			e := d.dict(ref)
 			found := false
+			if !inTree[ref] {
+				t.Errorf("page %d annotation %v: /StructParent %v points at %v, not in the tree", i+1, a, sp, ref)
+			}
 			for _, k := range d.kids(e["/K"]) {
 				if kd := d.dict(k); kd["/Type"] == "/OBJR" && kd["/Obj"] == a {
 					found = true
