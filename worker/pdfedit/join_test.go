@@ -338,7 +338,20 @@ func TestJoinUntagged(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := join(t, tc.parts, joinHeadings())
-			checkQPDF(t, tmpPDF(t, out))
+			path := tmpPDF(t, out)
+			checkQPDF(t, path)
+			if tc.name == "untagged parts" {
+				// Untagged, the same pages as the untagged one-piece print.
+				wholePath := tmpPDF(t, set.wholeUntagged)
+				if got, want := pdfinfoPages(t, path), pdfinfoPages(t, wholePath); got != want {
+					t.Fatalf("%d pages, want %d", got, want)
+				}
+				for p := 1; p <= pdfinfoPages(t, path); p++ {
+					if got, want := pageText(t, path, p), pageText(t, wholePath, p); got != want {
+						t.Errorf("page %d text differs from the one-piece print", p)
+					}
+				}
+			}
 			doc := qpdfJSON(t, out)
 			cat := doc.catalog()
 			if _, ok := cat["/StructTreeRoot"]; ok {
