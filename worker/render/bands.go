@@ -1,0 +1,147 @@
+package render
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"html"
+	"strings"
+
+	"github.com/docrender/docrender/worker/browser"
+	"github.com/docrender/docrender/worker/pdfedit"
+)
+
+// Bands: a document printed in slices (DESIGN §10), each slice by its own
+// tab, would number its header and footer per slice. So the slices are
+// printed without header and footer, and the header and footer of the
+// whole document come from a "bands" PDF: a document of as many empty
+// pages as the joined slices have, printed with the job's templates,
+// paper, margins and scale, whose page i carries the header and footer of
+// page i of n (pageNumber, totalPages); pdfedit.StampBands draws its page
+// i over page i of the joined content.
+//
+// Measured: see BenchmarkBands.
+
+// maxBands bounds the pages of a bands document.
+const maxBands = 100_000
+
+// bandsChunk is how many pages of the bands document one print returns:
+// Chromium fails ("Printing failed") on very long prints, so more are
+// printed in page ranges of the same laid-out document (pageNumber and
+// totalPages stay those of the whole document) and joined.
+const bandsChunk = 2000
+
+// bands says what a bands document is.
+type bands struct {
+	// pages is its page count: the joined document's.
+	pages int
+	// title is the joined document's title: the templates' title class.
+	title string
+	// url is the address the bands document is written at, on the home
+	// origin (browser.Tab.Open): the templates' url class. The job's own
+	// written page's address (egress.Site.HomeURL of its entry) makes the
+	// url class print what one print of the job would.
+	url string
+	// fonts are the templates' web fonts (margins.fonts).
+	fonts []string
+}
+
+// printBands writes a bands document of b.pages empty pages into t and
+// prints it as req says (the job's print request, printRequest), with the
+// header and footer, untagged, without an outline or page ranges. The PDF
+// has exactly b.pages pages (checked).
+//
+// The page boxes print no background (printBackground false): a band is
+// drawn over the content, and only its header and footer may paint. The
+// templates' own backgrounds still print, as in any job: marginTemplates
+// gives them print-color-adjust: exact, which printBackground does not
+// switch off.
+func printBands(ctx context.Context, t *browser.Tab, req printParams, b bands) ([]byte, error) {
+	if b.pages < 1 || b.pages > maxBands {
+		return nil, fmt.Errorf("render: bands: %d pages, not 1 to %d", b.pages, maxBands)
+	}
+	if !req.DisplayHeaderFooter {
+		return nil, fmt.Errorf("render: bands: the job prints no header or footer")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var laid int
+	if err := t.Open(b.url, bandsHTML(b.pages, b.title), bandsLaidJS, &laid); err != nil {
+		return nil, fmt.Errorf("%w: bands: open: %v", ErrPage, err)
+	}
+	if laid != b.pages {
+		return nil, fmt.Errorf("%w: bands: %d pages written, %d laid out", ErrPage, b.pages, laid)
+	}
+	p := t.Page().Context(ctx)
+	release, err := preloadFonts(p, b.fonts)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	req.PrintBackground = false
+	req.GenerateTaggedPDF = false
+	req.GenerateDocumentOutline = false
+	req.PreferCSSPageSize = false
+	var parts [][]byte
+	for first := 1; first <= b.pages; first += bandsChunk {
+		last := min(first+bandsChunk-1, b.pages)
+		req.PageRanges = ""
+		if first > 1 || last < b.pages {
+			req.PageRanges = fmt.Sprintf("%d-%d", first, last)
+		}
+		pdf, err := printPDF(ctx, p, req, nil)
+		if err != nil {
+			return nil, fmt.Errorf("bands %d-%d: %w", first, last, err)
+		}
+		n, err := pdfedit.PageCount(ctx, pdf)
+		if err != nil {
+			return nil, fmt.Errorf("%w: bands: count pages: %v", ErrPage, err)
+		}
+		if n != last-first+1 {
+			return nil, fmt.Errorf("%w: bands %d-%d: printed %d pages", ErrPage, first, last, n)
+		}
+		parts = append(parts, pdf)
+	}
+	if len(parts) == 1 {
+		return parts[0], nil
+	}
+	return joinBands(ctx, parts, b.pages)
+}
+
+// joinBands merges the chunks of a bands document.
+func joinBands(ctx context.Context, parts [][]byte, pages int) ([]byte, error) {
+	inputs := make([]pdfedit.Input, len(parts))
+	for i, p := range parts {
+		inputs[i] = pdfedit.Input{Name: fmt.Sprintf("bands-%d.pdf", i+1), R: bytes.NewReader(p)}
+	}
+	var out bytes.Buffer
+	n, err := pdfedit.Merge(ctx, inputs, &out)
+	if err != nil {
+		return nil, fmt.Errorf("render: bands: join: %w", err)
+	}
+	if n != pages {
+		return nil, fmt.Errorf("render: bands: joined %d pages, want %d", n, pages)
+	}
+	return out.Bytes(), nil
+}
+
+// bandsHTML is a document of n empty pages titled title: each page an
+// empty paragraph, forced onto a page of its own. Nothing on it paints.
+func bandsHTML(n int, title string) string {
+	var b strings.Builder
+	b.Grow(200 + 7*n)
+	b.WriteString(`<!doctype html><html><head><meta charset="utf-8">`)
+	if title != "" {
+		b.WriteString("<title>" + html.EscapeString(title) + "</title>")
+	}
+	b.WriteString(`<style>html,body{margin:0;padding:0;background:none}p{margin:0;height:1px;break-after:page}p:last-child{break-after:auto}</style></head><body>`)
+	for range n {
+		b.WriteString("<p></p>")
+	}
+	b.WriteString("</body></html>")
+	return b.String()
+}
+
+// bandsLaidJS counts the bands document's pages as written.
+const bandsLaidJS = `() => document.body.childElementCount`
