@@ -24,6 +24,9 @@ const (
 	CodeInternal          = "INTERNAL_SERVER_ERROR"
 	CodeUnavailable       = "SERVICE_UNAVAILABLE"
 	CodeRenderCheckFailed = "RENDER_CHECK_FAILED"
+	// CodeDocumentTooLarge: the document passed the plan's page bound or
+	// the service's output size bound (422).
+	CodeDocumentTooLarge = "DOCUMENT_TOO_LARGE"
 )
 
 // Error is every refusal of the service, whichever of the spec's two body

@@ -59,7 +59,11 @@ func (w *Worker) handleRender(ctx context.Context, job *jobspb.Job, rj *jobspb.R
 	pdf := out.PDF
 	var bad *render.InputError
 	var failedCheck *render.CheckError
+	var tooLarge *render.LimitError
 	switch {
+	case errors.As(err, &tooLarge):
+		// Past the plan's pages or the output bound (DESIGN §10).
+		return failure(jobspb.ErrorKind_ERROR_KIND_TOO_LARGE, tooLarge.Message), nil
 	case errors.As(err, &bad):
 		// A page hook found something the client must fix (a bad data-qr).
 		return failure(jobspb.ErrorKind_ERROR_KIND_BAD_INPUT, bad.Message), nil

@@ -423,7 +423,8 @@ func (b *batchAPI) start(c echo.Context, u *account.User, p *batchPlan) (*batch.
 		}
 	}
 	render := &jobspb.RenderJob{Page: p.opts.Page, Watermark: p.opts.Watermark,
-		Print: p.opts.Print, Info: p.opts.Info, Encryption: p.opts.Encryption, Url: p.opts.Fetch, Record: p.opts.Record}
+		Print: p.opts.Print, Info: p.opts.Info, Encryption: p.opts.Encryption, Url: p.opts.Fetch, Record: p.opts.Record,
+		MaxPages: int32(plan.MaxPages)}
 	if p.tpl != nil {
 		render.BundlePrefix, render.Files, render.Entry = blob.TemplateFiles(p.tpl.ID, p.tplVer.Version), p.tplVer.Files, p.tplVer.Entry
 		render.Template = &jobspb.TemplateFill{TemplateId: p.tpl.ID, Version: int32(p.tplVer.Version)}

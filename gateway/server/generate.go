@@ -99,7 +99,8 @@ func (s *Server) runGenerate(c echo.Context, u *account.User, job *jobspb.Job, u
 		sg.abandon(c)
 		return err
 	}
-	rj := &jobspb.RenderJob{Page: opts.Page, Watermark: wm, Print: opts.Print, Info: opts.Info, Encryption: opts.Encryption, Record: rec}
+	rj := &jobspb.RenderJob{Page: opts.Page, Watermark: wm, Print: opts.Print, Info: opts.Info, Encryption: opts.Encryption, Record: rec,
+		MaxPages: int32(s.acct.Plan(u.Plan).MaxPages)}
 	if err := source(rj); err != nil {
 		sg.abandon(c)
 		return err

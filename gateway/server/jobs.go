@@ -110,6 +110,9 @@ func resultError(res *jobspb.Result) error {
 		return apierr.Bad("%s", res.ErrorMessage)
 	case jobspb.ErrorKind_ERROR_KIND_CHECK_FAILED:
 		return checkFailed(res)
+	case jobspb.ErrorKind_ERROR_KIND_TOO_LARGE:
+		return &apierr.Error{Status: http.StatusUnprocessableEntity, Code: apierr.DocumentTooLarge, Message: res.ErrorMessage,
+			Hint: "Render the document in parts (pageRanges, or fewer rows per document), or use a plan with a higher page bound."}
 	case jobspb.ErrorKind_ERROR_KIND_TIMEOUT:
 		return apierr.New(http.StatusInternalServerError, res.ErrorMessage).WithHint(timeoutHint(res.ErrorMessage))
 	}

@@ -26,3 +26,14 @@ func TestTimeoutHintNamesTheWait(t *testing.T) {
 		}
 	}
 }
+
+// A document past its plan's page bound answers 422 DOCUMENT_TOO_LARGE
+// (DESIGN §10) with the worker's message.
+func TestTooLargeIs422(t *testing.T) {
+	msg := "The document has more than 3 pages, the most the hobby plan renders."
+	err := resultError(&jobspb.Result{ErrorKind: jobspb.ErrorKind_ERROR_KIND_TOO_LARGE, ErrorMessage: msg})
+	var e *apierr.Error
+	if !errors.As(err, &e) || e.Status != http.StatusUnprocessableEntity || e.Code != apierr.DocumentTooLarge || e.Message != msg || e.Hint == "" {
+		t.Errorf("got %#v, want a 422 DOCUMENT_TOO_LARGE with the message and a hint", err)
+	}
+}

@@ -268,7 +268,7 @@ func (t *Tracker) Submit(ctx context.Context, r *Record, docs []Document, render
 					BundlePrefix: blob.BatchInputs(r.ID, i), Files: []string{"index.html"}, Entry: "index.html",
 					Page: render.GetPage(), Watermark: wm,
 					Print: render.GetPrint(), Info: render.GetInfo(), Encryption: render.GetEncryption(),
-					Record: rec,
+					Record: rec, MaxPages: render.GetMaxPages(),
 				},
 			}},
 		}

@@ -35,6 +35,8 @@ type Plan struct {
 	// Templates is how many stored templates one account may keep
 	// (DESIGN §9); versions of a stored template are not counted.
 	Templates int64
+	// MaxPages bounds the pages of one rendered document (DESIGN §10).
+	MaxPages int
 }
 
 // Config is the whole configuration of a gateway or worker process.
@@ -63,6 +65,9 @@ type Config struct {
 	Workers       int
 	RenderTimeout time.Duration
 	MaxUpload     int64
+	// MaxOutputBytes bounds one rendered PDF as Chromium prints it (DESIGN
+	// §10): a worker holds it in memory.
+	MaxOutputBytes int64
 	// MaxQueue bounds the jobs waiting in the queue; past it the gateway answers 429.
 	MaxQueue int
 	// MaxStreamsPerAccount bounds the progress streams (SSE) one account
@@ -182,6 +187,7 @@ func load(getenv func(string) string) (Config, map[string]bool, error) {
 		Workers:               p.integer("DOCRENDER_WORKERS", runtime.NumCPU()),
 		RenderTimeout:         p.duration("DOCRENDER_RENDER_TIMEOUT", 30*time.Second),
 		MaxUpload:             int64(p.integer("DOCRENDER_MAX_UPLOAD_BYTES", 52428800)),
+		MaxOutputBytes:        int64(p.integer("DOCRENDER_MAX_OUTPUT_BYTES", 512<<20)),
 		MaxQueue:              p.integer("DOCRENDER_MAX_QUEUE", 10000),
 		MaxStreamsPerAccount:  p.integer("DOCRENDER_MAX_STREAMS_PER_ACCOUNT", 20),
 		RenderAllowHosts:      p.list("DOCRENDER_RENDER_ALLOW_HOSTS"),
@@ -205,9 +211,9 @@ func load(getenv func(string) string) (Config, map[string]bool, error) {
 		c.SelfServicePlans = append([]string(nil), PlanNames...)
 	}
 	defaults := map[string]Plan{
-		"hobby":      {Conversions: 100, Hosted: 10, Retention: 24 * time.Hour, MaxBatch: 10, Concurrency: 2, Rate: 60, Templates: 5},
-		"pro":        {Conversions: 10000, Hosted: 500, Retention: 168 * time.Hour, MaxBatch: 200, Concurrency: 8, Rate: 600, Templates: 100},
-		"enterprise": {Conversions: 100000, Hosted: 10000, Retention: 720 * time.Hour, MaxBatch: 5000, Concurrency: 32, Rate: 6000, Templates: 1000},
+		"hobby":      {Conversions: 100, Hosted: 10, Retention: 24 * time.Hour, MaxBatch: 10, Concurrency: 2, Rate: 60, Templates: 5, MaxPages: 500},
+		"pro":        {Conversions: 10000, Hosted: 500, Retention: 168 * time.Hour, MaxBatch: 200, Concurrency: 8, Rate: 600, Templates: 100, MaxPages: 5000},
+		"enterprise": {Conversions: 100000, Hosted: 10000, Retention: 720 * time.Hour, MaxBatch: 5000, Concurrency: 32, Rate: 6000, Templates: 1000, MaxPages: 20000},
 	}
 	c.Plans = make(map[string]Plan, len(defaults))
 	for _, name := range PlanNames {
@@ -222,6 +228,7 @@ func load(getenv func(string) string) (Config, map[string]bool, error) {
 			Concurrency: p.integer(up+"CONCURRENCY", d.Concurrency),
 			Rate:        p.integer(up+"RATE", d.Rate),
 			Templates:   int64(p.integer(up+"TEMPLATES", int(d.Templates))),
+			MaxPages:    p.integer(up+"MAX_PAGES", d.MaxPages),
 		}
 		pl := c.Plans[name]
 		p.atLeast(up+"CONVERSIONS", int(pl.Conversions), 1)
@@ -231,6 +238,7 @@ func load(getenv func(string) string) (Config, map[string]bool, error) {
 		p.atLeast(up+"CONCURRENCY", pl.Concurrency, 1)
 		p.atLeast(up+"RATE", pl.Rate, 1)
 		p.atLeast(up+"TEMPLATES", int(pl.Templates), 0)
+		p.atLeast(up+"MAX_PAGES", pl.MaxPages, 1)
 	}
 	if _, ok := c.Plans[c.DefaultPlan]; !ok {
 		p.fail("DOCRENDER_DEFAULT_PLAN", c.DefaultPlan, "one of hobby, pro, enterprise")
@@ -251,6 +259,7 @@ func load(getenv func(string) string) (Config, map[string]bool, error) {
 	p.positive("DOCRENDER_RENDER_TIMEOUT", c.RenderTimeout)
 	p.positive("DOCRENDER_SWEEP_INTERVAL", c.SweepInterval)
 	p.atLeast("DOCRENDER_MAX_UPLOAD_BYTES", int(c.MaxUpload), 1024)
+	p.atLeast("DOCRENDER_MAX_OUTPUT_BYTES", int(c.MaxOutputBytes), 1024)
 	p.atLeast("DOCRENDER_MAX_QUEUE", c.MaxQueue, 1)
 	p.atLeast("DOCRENDER_MAX_STREAMS_PER_ACCOUNT", c.MaxStreamsPerAccount, 1)
 	if c.JobReplicas < 1 || c.JobReplicas > 5 {

@@ -27,6 +27,8 @@ func TestBadSettingsRefuseToStart(t *testing.T) {
 		{"retention not a duration", map[string]string{"DOCRENDER_PLAN_HOBBY_RETENTION": "3 days"}, []string{"DOCRENDER_PLAN_HOBBY_RETENTION", "Go duration"}},
 		{"zero render timeout", map[string]string{"DOCRENDER_RENDER_TIMEOUT": "0s"}, []string{"DOCRENDER_RENDER_TIMEOUT"}},
 		{"zero sweep", map[string]string{"DOCRENDER_SWEEP_INTERVAL": "0s"}, []string{"DOCRENDER_SWEEP_INTERVAL"}},
+		{"zero pages", map[string]string{"DOCRENDER_PLAN_PRO_MAX_PAGES": "0"}, []string{"DOCRENDER_PLAN_PRO_MAX_PAGES", "at least 1"}},
+		{"tiny output", map[string]string{"DOCRENDER_MAX_OUTPUT_BYTES": "10"}, []string{"DOCRENDER_MAX_OUTPUT_BYTES"}},
 		{"tiny upload", map[string]string{"DOCRENDER_MAX_UPLOAD_BYTES": "10"}, []string{"DOCRENDER_MAX_UPLOAD_BYTES"}},
 		{"zero queue", map[string]string{"DOCRENDER_MAX_QUEUE": "0"}, []string{"DOCRENDER_MAX_QUEUE"}},
 		{"zero streams", map[string]string{"DOCRENDER_MAX_STREAMS_PER_ACCOUNT": "0"}, []string{"DOCRENDER_MAX_STREAMS_PER_ACCOUNT", "at least 1"}},

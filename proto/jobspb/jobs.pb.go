@@ -37,6 +37,8 @@ const (
 	// A check the client asked for failed (failOnConsoleErrors,
 	// failOnResourceErrors): 422, the report says what.
 	ErrorKind_ERROR_KIND_CHECK_FAILED ErrorKind = 4
+	// The document passed a bound on its pages or its size (DESIGN §10): 422.
+	ErrorKind_ERROR_KIND_TOO_LARGE ErrorKind = 5
 )
 
 // Enum value maps for ErrorKind.
@@ -47,6 +49,7 @@ var (
 		2: "ERROR_KIND_TIMEOUT",
 		3: "ERROR_KIND_BAD_INPUT",
 		4: "ERROR_KIND_CHECK_FAILED",
+		5: "ERROR_KIND_TOO_LARGE",
 	}
 	ErrorKind_value = map[string]int32{
 		"ERROR_KIND_NONE":         0,
@@ -54,6 +57,7 @@ var (
 		"ERROR_KIND_TIMEOUT":      2,
 		"ERROR_KIND_BAD_INPUT":    3,
 		"ERROR_KIND_CHECK_FAILED": 4,
+		"ERROR_KIND_TOO_LARGE":    5,
 	}
 )
 
@@ -1205,7 +1209,10 @@ type RenderJob struct {
 	Record *Record  `protobuf:"bytes,10,opt,name=record,proto3" json:"record,omitempty"`
 	// Set when the bundle is a stored template (DESIGN §9): its entry file
 	// is filled with the data before printing.
-	Template      *TemplateFill `protobuf:"bytes,11,opt,name=template,proto3" json:"template,omitempty"`
+	Template *TemplateFill `protobuf:"bytes,11,opt,name=template,proto3" json:"template,omitempty"`
+	// The most pages the document may have (the account's plan, DESIGN §10);
+	// 0: no bound beyond the worker's own.
+	MaxPages      int32 `protobuf:"varint,12,opt,name=max_pages,json=maxPages,proto3" json:"max_pages,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1315,6 +1322,13 @@ func (x *RenderJob) GetTemplate() *TemplateFill {
 		return x.Template
 	}
 	return nil
+}
+
+func (x *RenderJob) GetMaxPages() int32 {
+	if x != nil {
+		return x.MaxPages
+	}
+	return 0
 }
 
 // TemplateFill is the data a stored template's entry file is filled with.
@@ -2808,7 +2822,7 @@ const file_jobs_proto_rawDesc = "" +
 	"user_agent\x18\x04 \x01(\tR\tuserAgent\x1aC\n" +
 	"\x15ExtraHttpHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x82\x04\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9f\x04\n" +
 	"\tRenderJob\x12#\n" +
 	"\rbundle_prefix\x18\x01 \x01(\tR\fbundlePrefix\x12\x14\n" +
 	"\x05files\x18\x02 \x03(\tR\x05files\x12\x14\n" +
@@ -2823,7 +2837,8 @@ const file_jobs_proto_rawDesc = "" +
 	"\x03url\x18\t \x01(\v2\x1a.docrender.jobs.v1.PageURLR\x03url\x121\n" +
 	"\x06record\x18\n" +
 	" \x01(\v2\x19.docrender.jobs.v1.RecordR\x06record\x12;\n" +
-	"\btemplate\x18\v \x01(\v2\x1f.docrender.jobs.v1.TemplateFillR\btemplate\"\x81\x01\n" +
+	"\btemplate\x18\v \x01(\v2\x1f.docrender.jobs.v1.TemplateFillR\btemplate\x12\x1b\n" +
+	"\tmax_pages\x18\f \x01(\x05R\bmaxPages\"\x81\x01\n" +
 	"\fTemplateFill\x12\x1f\n" +
 	"\vtemplate_id\x18\x01 \x01(\tR\n" +
 	"templateId\x12\x18\n" +
@@ -2957,13 +2972,14 @@ const file_jobs_proto_rawDesc = "" +
 	"batchIndex\x121\n" +
 	"\x06report\x18\t \x01(\v2\x19.docrender.jobs.v1.ReportR\x06report\x12:\n" +
 	"\ainspect\x18\n" +
-	" \x01(\v2 .docrender.jobs.v1.InspectReportR\ainspect*\x88\x01\n" +
+	" \x01(\v2 .docrender.jobs.v1.InspectReportR\ainspect*\xa2\x01\n" +
 	"\tErrorKind\x12\x13\n" +
 	"\x0fERROR_KIND_NONE\x10\x00\x12\x17\n" +
 	"\x13ERROR_KIND_INTERNAL\x10\x01\x12\x16\n" +
 	"\x12ERROR_KIND_TIMEOUT\x10\x02\x12\x18\n" +
 	"\x14ERROR_KIND_BAD_INPUT\x10\x03\x12\x1b\n" +
-	"\x17ERROR_KIND_CHECK_FAILED\x10\x04B-Z+github.com/docrender/docrender/proto/jobspbb\x06proto3"
+	"\x17ERROR_KIND_CHECK_FAILED\x10\x04\x12\x18\n" +
+	"\x14ERROR_KIND_TOO_LARGE\x10\x05B-Z+github.com/docrender/docrender/proto/jobspbb\x06proto3"
 
 var (
 	file_jobs_proto_rawDescOnce sync.Once

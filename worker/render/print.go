@@ -41,6 +41,9 @@ type printParams struct {
 	TransferMode            proto.PagePrintToPDFTransferMode `json:"transferMode"`
 	GenerateTaggedPDF       bool                             `json:"generateTaggedPDF"`
 	GenerateDocumentOutline bool                             `json:"generateDocumentOutline"`
+
+	// maxBytes bounds the PDF read back (DESIGN §10); 0: unbounded.
+	maxBytes int64
 }
 
 // printRequest is how the job's page is printed: rj.Page's paper and
@@ -78,7 +81,10 @@ func printRequest(pg *jobspb.Page, pr *jobspb.Print, m margins) printParams {
 func printPDF(ctx context.Context, p *rod.Page, req printParams, printed func()) ([]byte, error) {
 	pdf, err := printOnce(p, req, printed)
 	var cdpErr *cdp.Error
+	var tooLarge *LimitError
 	switch {
+	case errors.As(err, &tooLarge):
+		return nil, err
 	case req.PageRanges != "" && errors.As(err, &cdpErr) && strings.Contains(cdpErr.Message, "exceeds page count"):
 		// Chromium refuses ranges that select no page at all.
 		return nil, beyondDocument(ctx, p, req)
@@ -120,7 +126,11 @@ func printOnce(p *rod.Page, req printParams, printed func()) ([]byte, error) {
 			_ = proto.IOClose{Handle: res.Stream}.Call(p.Context(ctx))
 		}()
 	}()
-	pdf, err := readStream(p, res.Stream, streamChunk)
+	pdf, err := readStream(p, res.Stream, streamChunk, req.maxBytes)
+	var tooLarge *LimitError
+	if errors.As(err, &tooLarge) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read pdf: %w", err)
 	}
@@ -132,10 +142,11 @@ func printOnce(p *rod.Page, req printParams, printed func()) ([]byte, error) {
 const streamChunk = 4 << 20
 
 // readStream reads a browser stream to its end, a chunk of up to size
-// bytes per IO.read. rod's StreamReader calls IO.read on every Read of its
+// bytes per IO.read; past max bytes (max > 0) it stops with a *LimitError,
+// before holding more than max and a chunk. rod's StreamReader calls IO.read on every Read of its
 // caller (io.ReadAll makes a dozen for a small PDF, each a round trip and
 // JSON both ways).
-func readStream(p *rod.Page, h proto.IOStreamHandle, size int) ([]byte, error) {
+func readStream(p *rod.Page, h proto.IOStreamHandle, size int, max int64) ([]byte, error) {
 	var out []byte
 	for {
 		res, err := proto.IORead{Handle: h, Size: &size}.Call(p)
@@ -146,6 +157,9 @@ func readStream(p *rod.Page, h proto.IOStreamHandle, size int) ([]byte, error) {
 			out = append(out, res.Data...)
 		} else if out, err = base64.StdEncoding.AppendDecode(out, []byte(res.Data)); err != nil {
 			return nil, fmt.Errorf("stream chunk: %w", err)
+		}
+		if max > 0 && int64(len(out)) > max {
+			return nil, tooManyBytes(max)
 		}
 		if res.EOF {
 			return out, nil

@@ -579,7 +579,7 @@ func TestReadStreamInChunks(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer proto.IOClose{Handle: res.Stream}.Call(tab.Page())
-			pdf, err := readStream(tab.Page(), res.Stream, size)
+			pdf, err := readStream(tab.Page(), res.Stream, size, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -46,6 +46,9 @@ type Renderer struct {
 	Hooks []PageHook
 	// Log receives per-step timings at debug level; nil discards them.
 	Log *slog.Logger
+	// MaxOutputBytes bounds a printed PDF (DESIGN §10): past it the render
+	// is a *LimitError. 0: unbounded.
+	MaxOutputBytes int64
 }
 
 func (r *Renderer) log() *slog.Logger {
@@ -207,6 +210,11 @@ func (r *Renderer) RenderWarm(ctx context.Context, b egress.Bundle, rj *jobspb.R
 			refs = found
 		}
 		hooksAt = time.Since(start)
+		req := printRequest(page, pr, margins)
+		req.maxBytes = r.MaxOutputBytes
+		if err := checkPages(ctx, p, req, int(rj.GetMaxPages())); err != nil {
+			return err
+		}
 		release, err := preloadFonts(p, margins.fonts)
 		if err != nil {
 			return err
@@ -222,11 +230,14 @@ func (r *Renderer) RenderWarm(ctx context.Context, b egress.Bundle, rj *jobspb.R
 			}()
 		})
 		if refs {
-			out, passes, err = printWithRefs(ctx, p, printRequest(page, pr, margins), finish)
+			out, passes, err = printWithRefs(ctx, p, req, finish)
 		} else {
-			out, err = printPDF(ctx, p, printRequest(page, pr, margins), finish)
+			out, err = printPDF(ctx, p, req, finish)
 		}
 		release()
+		if err == nil {
+			err = checkPrinted(ctx, out, int(rj.GetMaxPages()))
+		}
 		if err == nil {
 			printedAt = time.Since(start)
 			finish() // a no-op when printPDF called it

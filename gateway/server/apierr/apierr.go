@@ -24,6 +24,9 @@ const (
 	Unavailable      = "SERVICE_UNAVAILABLE"
 	// RenderCheckFailed: a check the client asked for (DESIGN §6) failed.
 	RenderCheckFailed = "RENDER_CHECK_FAILED"
+	// DocumentTooLarge: the rendered document passed the plan's page bound
+	// or the service's output size bound (DESIGN §10).
+	DocumentTooLarge = "DOCUMENT_TOO_LARGE"
 )
 
 // Error is an API error. Status 401 is written as shape B, every other status as shape A.
