@@ -17,7 +17,11 @@ import (
 // printed without them, on the same paper. The result reads as content
 // printed with its header and footer in one piece.
 //
-// Measured: see BenchmarkStampBands and render's BenchmarkBands.
+// Measured (1000 pages of Chromium's, 2 busy cores): the stamping itself
+// (stampBands) takes 0.07-0.15 s; StampBands on an untagged 2.6 MB PDF
+// 0.33 s in all, on the same pages tagged (61 MB) ~30 s, nearly all of it
+// pdfcpu reading (19 s) and writing (12 s) the structure tree: a caller
+// that reads and writes the content anyway (Join) should call stampBands.
 //
 // Each band page becomes a form XObject (its content stream as it is, its
 // resources copied once for all pages: the fonts Chromium shares between

@@ -225,6 +225,24 @@ func TestBandsPrint(t *testing.T) {
 			t.Errorf("%d pages: last page says %q", n, text)
 		}
 	}
+	// A range of the bands, numbered in the whole document.
+	pdf, err := printTestBands(t, r, a4, pr, bands{pages: 9, from: 4, to: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := pdfedit.PageCount(context.Background(), pdf); err != nil || got != 3 {
+		t.Fatalf("bands 4-6: %d pages (%v)", got, err)
+	}
+	for i := 1; i <= 3; i++ {
+		if text := pageText(t, pdf, i); !strings.Contains(text, fmt.Sprintf("Page %d of 9", i+3)) {
+			t.Errorf("bands 4-6: page %d says %q", i, text)
+		}
+	}
+	for _, b := range []bands{{pages: 3, from: 2, to: 4}, {pages: 3, from: 3, to: 2}} {
+		if _, err := printTestBands(t, r, a4, pr, b); err == nil {
+			t.Errorf("%+v: no error", b)
+		}
+	}
 	for _, n := range []int{0, -1, maxBands + 1} {
 		if _, err := printTestBands(t, r, a4, pr, bands{pages: n}); err == nil {
 			t.Errorf("%d pages: no error", n)
@@ -236,7 +254,7 @@ func TestBandsPrint(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	m, _ := marginTemplates(egress.Bundle{}, a4, pr)
-	err := r.Pool.Tab(context.Background(), func(tab *browser.Tab) error {
+	err = r.Pool.Tab(context.Background(), func(tab *browser.Tab) error {
 		_, err := printBands(ctx, tab, printRequest(a4, pr, m), bands{pages: 3, url: egress.HomeURL + "bands/index.html"})
 		return err
 	})
