@@ -266,9 +266,12 @@ type ReportCounts struct {
 	// references (DESIGN §10); the header says it only when more than once,
 	// so 0 means 1.
 	Passes int
+	// Slices is how many slices a long page was printed in at once
+	// (DESIGN §10); 0: in one piece.
+	Slices int
 }
 
-// parseReportHeader reads "pages=3, renderMs=412, blocked=1, failed=0, consoleErrors=0[, passes=2]".
+// parseReportHeader reads "pages=3, renderMs=412, blocked=1, failed=0, consoleErrors=0[, passes=2][, slices=5]".
 func parseReportHeader(h string) *ReportCounts {
 	if h == "" {
 		return nil
@@ -293,6 +296,8 @@ func parseReportHeader(h string) *ReportCounts {
 			r.ConsoleErrors = n
 		case "passes":
 			r.Passes = n
+		case "slices":
+			r.Slices = n
 		}
 	}
 	return r

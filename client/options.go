@@ -79,6 +79,9 @@ type PrintOptions struct {
 	// TOC fills <nav data-toc> with a table of contents of the h1–h3
 	// headings, with links and page numbers (DESIGN §10).
 	TOC bool `json:"toc,omitempty"`
+	// Split prints a long document in slices at once (DESIGN §10): true
+	// always, false never; nil: past the service's DOCRENDER_SPLIT_PAGES.
+	Split *bool `json:"split,omitempty"`
 	// Metadata is the document information (title from <title> by default).
 	Metadata *Metadata `json:"metadata,omitempty"`
 	// Encryption locks the PDF with AES-256.

@@ -74,6 +74,8 @@ type reportEntry struct {
 	// DESIGN §10: how many times the page was printed (page references);
 	// left out of an entry without a report.
 	Passes int32 `json:"passes,omitempty"`
+	// DESIGN §10: the slices of a long page printed in slices.
+	Slices int32 `json:"slices,omitempty"`
 	// Error says why the document has no report (rendered by a worker
 	// that kept none, say).
 	Error string `json:"error,omitempty"`
@@ -91,7 +93,7 @@ func newReportEntry(r *jobspb.Report) reportEntry {
 	e := reportEntry{Pages: r.GetPages(), RenderMs: r.GetRenderMs(), BlockedRequests: r.GetBlockedRequests(),
 		FailedRequests: []failedRequest{}, ConsoleErrors: r.GetConsoleErrors(), ImagesWithoutAlt: r.GetImagesWithoutAlt(),
 		ImagesWithoutAltTotal: max(r.GetImagesWithoutAltTotal(), int32(len(r.GetImagesWithoutAlt()))),
-		Passes:                r.GetPasses()}
+		Passes:                r.GetPasses(), Slices: r.GetSlices()}
 	if r != nil {
 		e.Passes = max(e.Passes, 1)
 	}

@@ -79,7 +79,7 @@ func New(ctx context.Context, cfg config.Config, q *queue.Conn, blobs blob.Store
 		// The operator's TSA, outside the page egress rules (DESIGN §2).
 		w.tsa = &sign.TSA{URL: cfg.TSAURL}
 	}
-	w.renderer = &render.Renderer{Blobs: blobs, Pool: pool, Log: log, MaxOutputBytes: cfg.MaxOutputBytes,
+	w.renderer = &render.Renderer{Blobs: blobs, Pool: pool, Log: log, MaxOutputBytes: cfg.MaxOutputBytes, SplitPages: cfg.SplitPages, SplitSlots: cfg.Workers,
 		// Images without alternative text for the report (DESIGN §8), found
 		// before the QR codes fill in their data-qr images' src; inline QR
 		// codes (DESIGN §4.15), filled in before printing.

@@ -29,6 +29,8 @@ type reportBody struct {
 	// DESIGN §10: how many times the page was printed to settle its page
 	// references; 1 without them.
 	Passes int32 `json:"passes"`
+	// DESIGN §10: the slices a long page was printed in; absent: in one piece.
+	Slices int32 `json:"slices,omitempty"`
 }
 
 type failedRequest struct {
@@ -45,7 +47,7 @@ func newReportBody(r *jobspb.Report) *reportBody {
 	b := &reportBody{Pages: r.Pages, RenderMs: r.RenderMs, BlockedRequests: r.BlockedRequests,
 		FailedRequests: []failedRequest{}, ConsoleErrors: r.ConsoleErrors,
 		ImagesWithoutAlt: r.ImagesWithoutAlt, ImagesWithoutAltTotal: total(r.ImagesWithoutAltTotal, len(r.ImagesWithoutAlt)),
-		Passes: passes(r)}
+		Passes: passes(r), Slices: slicesOf(r)}
 	if b.BlockedRequests == nil {
 		b.BlockedRequests = []string{}
 	}
@@ -75,6 +77,9 @@ func setReportHeader(c echo.Context, r *jobspb.Report) {
 		// so every other answer keeps §6's header as it was.
 		v += fmt.Sprintf(", passes=%d", n)
 	}
+	if n := slicesOf(r); n > 1 {
+		v += fmt.Sprintf(", slices=%d", n)
+	}
 	c.Response().Header().Set(headerReport, v)
 }
 
@@ -82,6 +87,15 @@ func setReportHeader(c echo.Context, r *jobspb.Report) {
 // from a worker that did not count.
 func passes(r *jobspb.Report) int32 {
 	return max(r.GetPasses(), 1)
+}
+
+// slicesOf is how many slices the render printed its page in (DESIGN
+// §10); 0 for a page printed in one piece.
+func slicesOf(r *jobspb.Report) int32 {
+	if n := r.GetSlices(); n > 1 {
+		return n
+	}
+	return 0
 }
 
 // total is a report's count of something: what the worker counted, or

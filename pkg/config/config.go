@@ -68,6 +68,9 @@ type Config struct {
 	// MaxOutputBytes bounds one rendered PDF as Chromium prints it (DESIGN
 	// §10): a worker holds it in memory.
 	MaxOutputBytes int64
+	// SplitPages is the length past which a document is printed in slices
+	// by several tabs (DESIGN §10).
+	SplitPages int
 	// MaxQueue bounds the jobs waiting in the queue; past it the gateway answers 429.
 	MaxQueue int
 	// MaxStreamsPerAccount bounds the progress streams (SSE) one account
@@ -188,6 +191,7 @@ func load(getenv func(string) string) (Config, map[string]bool, error) {
 		RenderTimeout:         p.duration("DOCRENDER_RENDER_TIMEOUT", 30*time.Second),
 		MaxUpload:             int64(p.integer("DOCRENDER_MAX_UPLOAD_BYTES", 52428800)),
 		MaxOutputBytes:        int64(p.integer("DOCRENDER_MAX_OUTPUT_BYTES", 512<<20)),
+		SplitPages:            p.integer("DOCRENDER_SPLIT_PAGES", 200),
 		MaxQueue:              p.integer("DOCRENDER_MAX_QUEUE", 10000),
 		MaxStreamsPerAccount:  p.integer("DOCRENDER_MAX_STREAMS_PER_ACCOUNT", 20),
 		RenderAllowHosts:      p.list("DOCRENDER_RENDER_ALLOW_HOSTS"),
@@ -260,6 +264,7 @@ func load(getenv func(string) string) (Config, map[string]bool, error) {
 	p.positive("DOCRENDER_SWEEP_INTERVAL", c.SweepInterval)
 	p.atLeast("DOCRENDER_MAX_UPLOAD_BYTES", int(c.MaxUpload), 1024)
 	p.atLeast("DOCRENDER_MAX_OUTPUT_BYTES", int(c.MaxOutputBytes), 1024)
+	p.atLeast("DOCRENDER_SPLIT_PAGES", c.SplitPages, 2)
 	p.atLeast("DOCRENDER_MAX_QUEUE", c.MaxQueue, 1)
 	p.atLeast("DOCRENDER_MAX_STREAMS_PER_ACCOUNT", c.MaxStreamsPerAccount, 1)
 	if c.JobReplicas < 1 || c.JobReplicas > 5 {

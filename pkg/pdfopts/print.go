@@ -62,7 +62,10 @@ type PrintRaw struct {
 	Tagged            *bool    `json:"tagged"`
 	Outline           *bool    `json:"outline"`
 	// Toc: a table of contents at <nav data-toc> (DESIGN §10).
-	Toc                  *bool           `json:"toc"`
+	Toc *bool `json:"toc"`
+	// Split: print a long document in slices (DESIGN §10); absent: past
+	// DOCRENDER_SPLIT_PAGES pages.
+	Split                *bool           `json:"split"`
 	Metadata             json.RawMessage `json:"metadata"`
 	Encryption           json.RawMessage `json:"encryption"`
 	FailOnConsoleErrors  *bool           `json:"failOnConsoleErrors"`
@@ -164,6 +167,13 @@ func (p PrintRaw) Validate(renderTimeout time.Duration) (PrintOptions, error) {
 	pr.Untagged = p.Tagged != nil && !*p.Tagged
 	pr.Outline = p.Outline != nil && *p.Outline
 	pr.Toc = p.Toc != nil && *p.Toc
+	switch {
+	case p.Split == nil:
+	case *p.Split:
+		pr.Split = jobspb.Split_SPLIT_ON
+	default:
+		pr.Split = jobspb.Split_SPLIT_OFF
+	}
 	pr.FailOnConsoleErrors = p.FailOnConsoleErrors != nil && *p.FailOnConsoleErrors
 	pr.FailOnResourceErrors = p.FailOnResourceErrors != nil && *p.FailOnResourceErrors
 	pr.FailOnAccessibilityErrors = p.FailOnAccessibilityErrors != nil && *p.FailOnAccessibilityErrors

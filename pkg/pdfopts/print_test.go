@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/docrender/docrender/pkg/invalid"
+	"github.com/docrender/docrender/proto/jobspb"
 )
 
 func TestPrintOptions(t *testing.T) {
@@ -18,16 +19,22 @@ func TestPrintOptions(t *testing.T) {
 		field string // "" means valid, "-" invalid as a whole
 		check func(t *testing.T, o Options)
 	}{
+		{name: "split false", in: `{"split":false}`, check: func(t *testing.T, o Options) {
+			if o.Print.Split != jobspb.Split_SPLIT_OFF {
+				t.Fatalf("split %v", o.Print.Split)
+			}
+		}},
+		{name: "split not a boolean", in: `{"split":"yes"}`, field: "split"},
 		{name: "defaults", in: `{}`, check: func(t *testing.T, o Options) {
 			p := o.Print
-			if p.NoBackground || p.Untagged || p.Outline || p.Toc || p.MediaScreen || p.Scale != 0 || p.PageRanges != "" ||
+			if p.NoBackground || p.Untagged || p.Outline || p.Toc || p.Split != jobspb.Split_SPLIT_AUTO || p.MediaScreen || p.Scale != 0 || p.PageRanges != "" ||
 				p.FailOnConsoleErrors || p.FailOnResourceErrors || p.FailOnAccessibilityErrors || o.Info != nil || o.Encryption != nil || o.Report {
 				t.Fatalf("defaults: %+v", o.PrintOptions)
 			}
 		}},
 		{name: "every field", in: `{"headerTemplate":"<span class=title></span>","footerTemplate":"<span class=pageNumber></span>",
 			"waitForSelector":"#ready","waitForExpression":"window.done === true","waitDelay":"1.5s","emulatedMediaType":"Screen",
-			"scale":0.5,"pageRanges":" 1 - 3 , 5","printBackground":false,"tagged":false,"outline":true,"toc":true,
+			"scale":0.5,"pageRanges":" 1 - 3 , 5","printBackground":false,"tagged":false,"outline":true,"toc":true,"split":true,
 			"metadata":{"title":"T","author":"A","subject":"S","keywords":["k1","k2"],"creator":"C"},
 			"encryption":{"ownerPassword":"own","userPassword":"usr","allowCopying":false},
 			"failOnConsoleErrors":true,"failOnResourceErrors":true,"failOnAccessibilityErrors":true,"extraHttpHeaders":{"X-Token":"abc"},
@@ -36,7 +43,7 @@ func TestPrintOptions(t *testing.T) {
 				p := o.Print
 				if p.HeaderTemplate == "" || p.FooterTemplate == "" || p.WaitForSelector != "#ready" || p.WaitForExpression == "" ||
 					p.WaitDelayMs != 1500 || !p.MediaScreen || p.Scale != 0.5 || p.PageRanges != "1-3,5" || !p.NoBackground ||
-					!p.Untagged || !p.Outline || !p.Toc || !p.FailOnConsoleErrors || !p.FailOnResourceErrors || !p.FailOnAccessibilityErrors || !o.Report {
+					!p.Untagged || !p.Outline || !p.Toc || p.Split != jobspb.Split_SPLIT_ON || !p.FailOnConsoleErrors || !p.FailOnResourceErrors || !p.FailOnAccessibilityErrors || !o.Report {
 					t.Fatalf("print %+v", p)
 				}
 				if i := o.Info; i.Title != "T" || i.Author != "A" || i.Subject != "S" || i.Creator != "C" || strings.Join(i.Keywords, ",") != "k1,k2" {

@@ -24,6 +24,59 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Split is the split option (DESIGN §10): absent, true or false.
+type Split int32
+
+const (
+	// Split past DOCRENDER_SPLIT_PAGES pages.
+	Split_SPLIT_AUTO Split = 0
+	// Split whatever the length (split: true).
+	Split_SPLIT_ON Split = 1
+	// Print in one piece whatever the length (split: false).
+	Split_SPLIT_OFF Split = 2
+)
+
+// Enum value maps for Split.
+var (
+	Split_name = map[int32]string{
+		0: "SPLIT_AUTO",
+		1: "SPLIT_ON",
+		2: "SPLIT_OFF",
+	}
+	Split_value = map[string]int32{
+		"SPLIT_AUTO": 0,
+		"SPLIT_ON":   1,
+		"SPLIT_OFF":  2,
+	}
+)
+
+func (x Split) Enum() *Split {
+	p := new(Split)
+	*p = x
+	return p
+}
+
+func (x Split) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Split) Descriptor() protoreflect.EnumDescriptor {
+	return file_jobs_proto_enumTypes[0].Descriptor()
+}
+
+func (Split) Type() protoreflect.EnumType {
+	return &file_jobs_proto_enumTypes[0]
+}
+
+func (x Split) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Split.Descriptor instead.
+func (Split) EnumDescriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{0}
+}
+
 type ErrorKind int32
 
 const (
@@ -72,11 +125,11 @@ func (x ErrorKind) String() string {
 }
 
 func (ErrorKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_jobs_proto_enumTypes[0].Descriptor()
+	return file_jobs_proto_enumTypes[1].Descriptor()
 }
 
 func (ErrorKind) Type() protoreflect.EnumType {
-	return &file_jobs_proto_enumTypes[0]
+	return &file_jobs_proto_enumTypes[1]
 }
 
 func (x ErrorKind) Number() protoreflect.EnumNumber {
@@ -85,7 +138,7 @@ func (x ErrorKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ErrorKind.Descriptor instead.
 func (ErrorKind) EnumDescriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{0}
+	return file_jobs_proto_rawDescGZIP(), []int{1}
 }
 
 // Page describes the printed page in inches, already validated by pdfopts.
@@ -327,7 +380,9 @@ type Print struct {
 	// DESIGN §8: images without alternative text fail the render (422).
 	FailOnAccessibilityErrors bool `protobuf:"varint,14,opt,name=fail_on_accessibility_errors,json=failOnAccessibilityErrors,proto3" json:"fail_on_accessibility_errors,omitempty"`
 	// DESIGN §10: a table of contents at <nav data-toc>.
-	Toc           bool `protobuf:"varint,15,opt,name=toc,proto3" json:"toc,omitempty"`
+	Toc bool `protobuf:"varint,15,opt,name=toc,proto3" json:"toc,omitempty"`
+	// DESIGN §10: whether a long document is printed in slices.
+	Split         Split `protobuf:"varint,16,opt,name=split,proto3,enum=docrender.jobs.v1.Split" json:"split,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -465,6 +520,13 @@ func (x *Print) GetToc() bool {
 		return x.Toc
 	}
 	return false
+}
+
+func (x *Print) GetSplit() Split {
+	if x != nil {
+		return x.Split
+	}
+	return Split_SPLIT_AUTO
 }
 
 // Attachment is a file embedded in the PDF (DESIGN §8). Its bytes are in the
@@ -2215,7 +2277,10 @@ type Report struct {
 	TemplateErrors []*TemplateError `protobuf:"bytes,12,rep,name=template_errors,json=templateErrors,proto3" json:"template_errors,omitempty"`
 	// DESIGN §10: how many times the page was printed to settle its page
 	// references (data-page-of, data-pages-total, toc); 1 without them.
-	Passes        int32 `protobuf:"varint,13,opt,name=passes,proto3" json:"passes,omitempty"`
+	Passes int32 `protobuf:"varint,13,opt,name=passes,proto3" json:"passes,omitempty"`
+	// DESIGN §10: how many slices a long page was printed in by several
+	// tabs at once; 0 or 1: in one piece.
+	Slices        int32 `protobuf:"varint,14,opt,name=slices,proto3" json:"slices,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2337,6 +2402,13 @@ func (x *Report) GetTemplateErrors() []*TemplateError {
 func (x *Report) GetPasses() int32 {
 	if x != nil {
 		return x.Passes
+	}
+	return 0
+}
+
+func (x *Report) GetSlices() int32 {
+	if x != nil {
+		return x.Slices
 	}
 	return 0
 }
@@ -2742,7 +2814,7 @@ const file_jobs_proto_rawDesc = "" +
 	"\brotation\x18\x06 \x01(\x01R\brotation\x12\x1a\n" +
 	"\bposition\x18\a \x01(\tR\bposition\x12\x14\n" +
 	"\x05pages\x18\b \x01(\tR\x05pages\x12\x1b\n" +
-	"\timage_key\x18\t \x01(\tR\bimageKey\"\xcd\x04\n" +
+	"\timage_key\x18\t \x01(\tR\bimageKey\"\xfd\x04\n" +
 	"\x05Print\x12'\n" +
 	"\x0fheader_template\x18\x01 \x01(\tR\x0eheaderTemplate\x12'\n" +
 	"\x0ffooter_template\x18\x02 \x01(\tR\x0efooterTemplate\x12*\n" +
@@ -2760,7 +2832,8 @@ const file_jobs_proto_rawDesc = "" +
 	"\x16fail_on_console_errors\x18\f \x01(\bR\x13failOnConsoleErrors\x125\n" +
 	"\x17fail_on_resource_errors\x18\r \x01(\bR\x14failOnResourceErrors\x12?\n" +
 	"\x1cfail_on_accessibility_errors\x18\x0e \x01(\bR\x19failOnAccessibilityErrors\x12\x10\n" +
-	"\x03toc\x18\x0f \x01(\bR\x03toc\"\xa2\x01\n" +
+	"\x03toc\x18\x0f \x01(\bR\x03toc\x12.\n" +
+	"\x05split\x18\x10 \x01(\x0e2\x18.docrender.jobs.v1.SplitR\x05split\"\xa2\x01\n" +
 	"\n" +
 	"Attachment\x12\x1b\n" +
 	"\tfile_name\x18\x01 \x01(\tR\bfileName\x12\x1b\n" +
@@ -2942,7 +3015,7 @@ const file_jobs_proto_rawDesc = "" +
 	"\rFailedRequest\x12\x10\n" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\x05R\x06status\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error\"\xd3\x04\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"\xeb\x04\n" +
 	"\x06Report\x12\x14\n" +
 	"\x05pages\x18\x01 \x01(\x05R\x05pages\x12\x1b\n" +
 	"\trender_ms\x18\x02 \x01(\x03R\brenderMs\x12)\n" +
@@ -2957,7 +3030,8 @@ const file_jobs_proto_rawDesc = "" +
 	" \x01(\x05R\x15imagesWithoutAltTotal\x125\n" +
 	"\x16conformance_violations\x18\v \x03(\tR\x15conformanceViolations\x12I\n" +
 	"\x0ftemplate_errors\x18\f \x03(\v2 .docrender.jobs.v1.TemplateErrorR\x0etemplateErrors\x12\x16\n" +
-	"\x06passes\x18\r \x01(\x05R\x06passes\"\xf5\x02\n" +
+	"\x06passes\x18\r \x01(\x05R\x06passes\x12\x16\n" +
+	"\x06slices\x18\x0e \x01(\x05R\x06slices\"\xf5\x02\n" +
 	"\x06Result\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12;\n" +
 	"\n" +
@@ -2972,7 +3046,12 @@ const file_jobs_proto_rawDesc = "" +
 	"batchIndex\x121\n" +
 	"\x06report\x18\t \x01(\v2\x19.docrender.jobs.v1.ReportR\x06report\x12:\n" +
 	"\ainspect\x18\n" +
-	" \x01(\v2 .docrender.jobs.v1.InspectReportR\ainspect*\xa2\x01\n" +
+	" \x01(\v2 .docrender.jobs.v1.InspectReportR\ainspect*4\n" +
+	"\x05Split\x12\x0e\n" +
+	"\n" +
+	"SPLIT_AUTO\x10\x00\x12\f\n" +
+	"\bSPLIT_ON\x10\x01\x12\r\n" +
+	"\tSPLIT_OFF\x10\x02*\xa2\x01\n" +
 	"\tErrorKind\x12\x13\n" +
 	"\x0fERROR_KIND_NONE\x10\x00\x12\x17\n" +
 	"\x13ERROR_KIND_INTERNAL\x10\x01\x12\x16\n" +
@@ -2993,82 +3072,84 @@ func file_jobs_proto_rawDescGZIP() []byte {
 	return file_jobs_proto_rawDescData
 }
 
-var file_jobs_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_jobs_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
 var file_jobs_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_jobs_proto_goTypes = []any{
-	(ErrorKind)(0),                   // 0: docrender.jobs.v1.ErrorKind
-	(*Page)(nil),                     // 1: docrender.jobs.v1.Page
-	(*Watermark)(nil),                // 2: docrender.jobs.v1.Watermark
-	(*Print)(nil),                    // 3: docrender.jobs.v1.Print
-	(*Attachment)(nil),               // 4: docrender.jobs.v1.Attachment
-	(*EInvoice)(nil),                 // 5: docrender.jobs.v1.EInvoice
-	(*SignBox)(nil),                  // 6: docrender.jobs.v1.SignBox
-	(*Signature)(nil),                // 7: docrender.jobs.v1.Signature
-	(*Record)(nil),                   // 8: docrender.jobs.v1.Record
-	(*DocInfo)(nil),                  // 9: docrender.jobs.v1.DocInfo
-	(*Encryption)(nil),               // 10: docrender.jobs.v1.Encryption
-	(*Cookie)(nil),                   // 11: docrender.jobs.v1.Cookie
-	(*PageURL)(nil),                  // 12: docrender.jobs.v1.PageURL
-	(*RenderJob)(nil),                // 13: docrender.jobs.v1.RenderJob
-	(*TemplateFill)(nil),             // 14: docrender.jobs.v1.TemplateFill
-	(*TemplateError)(nil),            // 15: docrender.jobs.v1.TemplateError
-	(*MergeJob)(nil),                 // 16: docrender.jobs.v1.MergeJob
-	(*Job)(nil),                      // 17: docrender.jobs.v1.Job
-	(*InspectJob)(nil),               // 18: docrender.jobs.v1.InspectJob
-	(*InspectReport)(nil),            // 19: docrender.jobs.v1.InspectReport
-	(*BatchDocumentJob)(nil),         // 20: docrender.jobs.v1.BatchDocumentJob
-	(*ZipJob)(nil),                   // 21: docrender.jobs.v1.ZipJob
-	(*WebhookDelivery)(nil),          // 22: docrender.jobs.v1.WebhookDelivery
-	(*FailedRequest)(nil),            // 23: docrender.jobs.v1.FailedRequest
-	(*Report)(nil),                   // 24: docrender.jobs.v1.Report
-	(*Result)(nil),                   // 25: docrender.jobs.v1.Result
-	nil,                              // 26: docrender.jobs.v1.PageURL.ExtraHttpHeadersEntry
-	(*InspectReport_PageSize)(nil),   // 27: docrender.jobs.v1.InspectReport.PageSize
-	(*InspectReport_Font)(nil),       // 28: docrender.jobs.v1.InspectReport.Font
-	(*InspectReport_Attachment)(nil), // 29: docrender.jobs.v1.InspectReport.Attachment
-	nil,                              // 30: docrender.jobs.v1.InspectReport.MetadataEntry
-	(*InspectReport_Signature)(nil),  // 31: docrender.jobs.v1.InspectReport.Signature
+	(Split)(0),                       // 0: docrender.jobs.v1.Split
+	(ErrorKind)(0),                   // 1: docrender.jobs.v1.ErrorKind
+	(*Page)(nil),                     // 2: docrender.jobs.v1.Page
+	(*Watermark)(nil),                // 3: docrender.jobs.v1.Watermark
+	(*Print)(nil),                    // 4: docrender.jobs.v1.Print
+	(*Attachment)(nil),               // 5: docrender.jobs.v1.Attachment
+	(*EInvoice)(nil),                 // 6: docrender.jobs.v1.EInvoice
+	(*SignBox)(nil),                  // 7: docrender.jobs.v1.SignBox
+	(*Signature)(nil),                // 8: docrender.jobs.v1.Signature
+	(*Record)(nil),                   // 9: docrender.jobs.v1.Record
+	(*DocInfo)(nil),                  // 10: docrender.jobs.v1.DocInfo
+	(*Encryption)(nil),               // 11: docrender.jobs.v1.Encryption
+	(*Cookie)(nil),                   // 12: docrender.jobs.v1.Cookie
+	(*PageURL)(nil),                  // 13: docrender.jobs.v1.PageURL
+	(*RenderJob)(nil),                // 14: docrender.jobs.v1.RenderJob
+	(*TemplateFill)(nil),             // 15: docrender.jobs.v1.TemplateFill
+	(*TemplateError)(nil),            // 16: docrender.jobs.v1.TemplateError
+	(*MergeJob)(nil),                 // 17: docrender.jobs.v1.MergeJob
+	(*Job)(nil),                      // 18: docrender.jobs.v1.Job
+	(*InspectJob)(nil),               // 19: docrender.jobs.v1.InspectJob
+	(*InspectReport)(nil),            // 20: docrender.jobs.v1.InspectReport
+	(*BatchDocumentJob)(nil),         // 21: docrender.jobs.v1.BatchDocumentJob
+	(*ZipJob)(nil),                   // 22: docrender.jobs.v1.ZipJob
+	(*WebhookDelivery)(nil),          // 23: docrender.jobs.v1.WebhookDelivery
+	(*FailedRequest)(nil),            // 24: docrender.jobs.v1.FailedRequest
+	(*Report)(nil),                   // 25: docrender.jobs.v1.Report
+	(*Result)(nil),                   // 26: docrender.jobs.v1.Result
+	nil,                              // 27: docrender.jobs.v1.PageURL.ExtraHttpHeadersEntry
+	(*InspectReport_PageSize)(nil),   // 28: docrender.jobs.v1.InspectReport.PageSize
+	(*InspectReport_Font)(nil),       // 29: docrender.jobs.v1.InspectReport.Font
+	(*InspectReport_Attachment)(nil), // 30: docrender.jobs.v1.InspectReport.Attachment
+	nil,                              // 31: docrender.jobs.v1.InspectReport.MetadataEntry
+	(*InspectReport_Signature)(nil),  // 32: docrender.jobs.v1.InspectReport.Signature
 }
 var file_jobs_proto_depIdxs = []int32{
-	6,  // 0: docrender.jobs.v1.Signature.visible:type_name -> docrender.jobs.v1.SignBox
-	4,  // 1: docrender.jobs.v1.Record.attachments:type_name -> docrender.jobs.v1.Attachment
-	5,  // 2: docrender.jobs.v1.Record.einvoice:type_name -> docrender.jobs.v1.EInvoice
-	7,  // 3: docrender.jobs.v1.Record.sign:type_name -> docrender.jobs.v1.Signature
-	26, // 4: docrender.jobs.v1.PageURL.extra_http_headers:type_name -> docrender.jobs.v1.PageURL.ExtraHttpHeadersEntry
-	11, // 5: docrender.jobs.v1.PageURL.cookies:type_name -> docrender.jobs.v1.Cookie
-	1,  // 6: docrender.jobs.v1.RenderJob.page:type_name -> docrender.jobs.v1.Page
-	2,  // 7: docrender.jobs.v1.RenderJob.watermark:type_name -> docrender.jobs.v1.Watermark
-	3,  // 8: docrender.jobs.v1.RenderJob.print:type_name -> docrender.jobs.v1.Print
-	9,  // 9: docrender.jobs.v1.RenderJob.info:type_name -> docrender.jobs.v1.DocInfo
-	10, // 10: docrender.jobs.v1.RenderJob.encryption:type_name -> docrender.jobs.v1.Encryption
-	12, // 11: docrender.jobs.v1.RenderJob.url:type_name -> docrender.jobs.v1.PageURL
-	8,  // 12: docrender.jobs.v1.RenderJob.record:type_name -> docrender.jobs.v1.Record
-	14, // 13: docrender.jobs.v1.RenderJob.template:type_name -> docrender.jobs.v1.TemplateFill
-	2,  // 14: docrender.jobs.v1.MergeJob.watermark:type_name -> docrender.jobs.v1.Watermark
-	9,  // 15: docrender.jobs.v1.MergeJob.info:type_name -> docrender.jobs.v1.DocInfo
-	10, // 16: docrender.jobs.v1.MergeJob.encryption:type_name -> docrender.jobs.v1.Encryption
-	8,  // 17: docrender.jobs.v1.MergeJob.record:type_name -> docrender.jobs.v1.Record
-	13, // 18: docrender.jobs.v1.Job.render:type_name -> docrender.jobs.v1.RenderJob
-	16, // 19: docrender.jobs.v1.Job.merge:type_name -> docrender.jobs.v1.MergeJob
-	21, // 20: docrender.jobs.v1.Job.zip:type_name -> docrender.jobs.v1.ZipJob
-	20, // 21: docrender.jobs.v1.Job.batch_document:type_name -> docrender.jobs.v1.BatchDocumentJob
-	18, // 22: docrender.jobs.v1.Job.inspect:type_name -> docrender.jobs.v1.InspectJob
-	27, // 23: docrender.jobs.v1.InspectReport.page_sizes:type_name -> docrender.jobs.v1.InspectReport.PageSize
-	30, // 24: docrender.jobs.v1.InspectReport.metadata:type_name -> docrender.jobs.v1.InspectReport.MetadataEntry
-	28, // 25: docrender.jobs.v1.InspectReport.fonts:type_name -> docrender.jobs.v1.InspectReport.Font
-	29, // 26: docrender.jobs.v1.InspectReport.attachments:type_name -> docrender.jobs.v1.InspectReport.Attachment
-	31, // 27: docrender.jobs.v1.InspectReport.signatures:type_name -> docrender.jobs.v1.InspectReport.Signature
-	13, // 28: docrender.jobs.v1.BatchDocumentJob.render:type_name -> docrender.jobs.v1.RenderJob
-	23, // 29: docrender.jobs.v1.Report.failed_requests:type_name -> docrender.jobs.v1.FailedRequest
-	15, // 30: docrender.jobs.v1.Report.template_errors:type_name -> docrender.jobs.v1.TemplateError
-	0,  // 31: docrender.jobs.v1.Result.error_kind:type_name -> docrender.jobs.v1.ErrorKind
-	24, // 32: docrender.jobs.v1.Result.report:type_name -> docrender.jobs.v1.Report
-	19, // 33: docrender.jobs.v1.Result.inspect:type_name -> docrender.jobs.v1.InspectReport
-	34, // [34:34] is the sub-list for method output_type
-	34, // [34:34] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	0,  // 0: docrender.jobs.v1.Print.split:type_name -> docrender.jobs.v1.Split
+	7,  // 1: docrender.jobs.v1.Signature.visible:type_name -> docrender.jobs.v1.SignBox
+	5,  // 2: docrender.jobs.v1.Record.attachments:type_name -> docrender.jobs.v1.Attachment
+	6,  // 3: docrender.jobs.v1.Record.einvoice:type_name -> docrender.jobs.v1.EInvoice
+	8,  // 4: docrender.jobs.v1.Record.sign:type_name -> docrender.jobs.v1.Signature
+	27, // 5: docrender.jobs.v1.PageURL.extra_http_headers:type_name -> docrender.jobs.v1.PageURL.ExtraHttpHeadersEntry
+	12, // 6: docrender.jobs.v1.PageURL.cookies:type_name -> docrender.jobs.v1.Cookie
+	2,  // 7: docrender.jobs.v1.RenderJob.page:type_name -> docrender.jobs.v1.Page
+	3,  // 8: docrender.jobs.v1.RenderJob.watermark:type_name -> docrender.jobs.v1.Watermark
+	4,  // 9: docrender.jobs.v1.RenderJob.print:type_name -> docrender.jobs.v1.Print
+	10, // 10: docrender.jobs.v1.RenderJob.info:type_name -> docrender.jobs.v1.DocInfo
+	11, // 11: docrender.jobs.v1.RenderJob.encryption:type_name -> docrender.jobs.v1.Encryption
+	13, // 12: docrender.jobs.v1.RenderJob.url:type_name -> docrender.jobs.v1.PageURL
+	9,  // 13: docrender.jobs.v1.RenderJob.record:type_name -> docrender.jobs.v1.Record
+	15, // 14: docrender.jobs.v1.RenderJob.template:type_name -> docrender.jobs.v1.TemplateFill
+	3,  // 15: docrender.jobs.v1.MergeJob.watermark:type_name -> docrender.jobs.v1.Watermark
+	10, // 16: docrender.jobs.v1.MergeJob.info:type_name -> docrender.jobs.v1.DocInfo
+	11, // 17: docrender.jobs.v1.MergeJob.encryption:type_name -> docrender.jobs.v1.Encryption
+	9,  // 18: docrender.jobs.v1.MergeJob.record:type_name -> docrender.jobs.v1.Record
+	14, // 19: docrender.jobs.v1.Job.render:type_name -> docrender.jobs.v1.RenderJob
+	17, // 20: docrender.jobs.v1.Job.merge:type_name -> docrender.jobs.v1.MergeJob
+	22, // 21: docrender.jobs.v1.Job.zip:type_name -> docrender.jobs.v1.ZipJob
+	21, // 22: docrender.jobs.v1.Job.batch_document:type_name -> docrender.jobs.v1.BatchDocumentJob
+	19, // 23: docrender.jobs.v1.Job.inspect:type_name -> docrender.jobs.v1.InspectJob
+	28, // 24: docrender.jobs.v1.InspectReport.page_sizes:type_name -> docrender.jobs.v1.InspectReport.PageSize
+	31, // 25: docrender.jobs.v1.InspectReport.metadata:type_name -> docrender.jobs.v1.InspectReport.MetadataEntry
+	29, // 26: docrender.jobs.v1.InspectReport.fonts:type_name -> docrender.jobs.v1.InspectReport.Font
+	30, // 27: docrender.jobs.v1.InspectReport.attachments:type_name -> docrender.jobs.v1.InspectReport.Attachment
+	32, // 28: docrender.jobs.v1.InspectReport.signatures:type_name -> docrender.jobs.v1.InspectReport.Signature
+	14, // 29: docrender.jobs.v1.BatchDocumentJob.render:type_name -> docrender.jobs.v1.RenderJob
+	24, // 30: docrender.jobs.v1.Report.failed_requests:type_name -> docrender.jobs.v1.FailedRequest
+	16, // 31: docrender.jobs.v1.Report.template_errors:type_name -> docrender.jobs.v1.TemplateError
+	1,  // 32: docrender.jobs.v1.Result.error_kind:type_name -> docrender.jobs.v1.ErrorKind
+	25, // 33: docrender.jobs.v1.Result.report:type_name -> docrender.jobs.v1.Report
+	20, // 34: docrender.jobs.v1.Result.inspect:type_name -> docrender.jobs.v1.InspectReport
+	35, // [35:35] is the sub-list for method output_type
+	35, // [35:35] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_jobs_proto_init() }
@@ -3088,7 +3169,7 @@ func file_jobs_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jobs_proto_rawDesc), len(file_jobs_proto_rawDesc)),
-			NumEnums:      1,
+			NumEnums:      2,
 			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   0,

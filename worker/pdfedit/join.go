@@ -73,6 +73,15 @@ const (
 // returns ctx's error. A failure while writing may leave partial output in
 // w.
 func Join(ctx context.Context, parts [][]byte, outline []Heading, maxPages int, w io.Writer) (pages int, err error) {
+	return JoinStamped(ctx, parts, outline, nil, maxPages, w)
+}
+
+// JoinStamped is Join that also draws bands, a PDF of as many pages as
+// the parts together, over the joined pages (StampBands: the document's
+// header and footer, printed once for all its pages), in the same read
+// and write: rewriting a long tagged PDF a second time would cost more
+// than printing it (StampBands' figures). nil bands: Join.
+func JoinStamped(ctx context.Context, parts [][]byte, outline []Heading, bands []byte, maxPages int, w io.Writer) (pages int, err error) {
 	if len(parts) == 0 {
 		return 0, ErrNoParts
 	}
@@ -133,6 +142,11 @@ func Join(ctx context.Context, parts [][]byte, outline []Heading, maxPages int, 
 	name = ""
 	if err := j.finish(outline); err != nil {
 		return 0, &BadInputError{Reason: "cannot join the parts: " + truncate(err.Error())}
+	}
+	if bands != nil {
+		if err := stampBands(ctx, dest, bands); err != nil {
+			return 0, err
+		}
 	}
 	if version < model.V17 {
 		version = model.V17

@@ -67,19 +67,9 @@ func checkPages(ctx context.Context, p *rod.Page, req printParams, max int) erro
 		// pageRanges asks for few enough pages: the PDF has no more.
 		return nil
 	}
-	w, h := req.PaperWidth, req.PaperHeight
-	if req.Landscape {
-		w, h = h, w
-	}
-	scale := max1(req.Scale)
-	cw := (w - req.MarginLeft - req.MarginRight) * 96 / scale
-	ch := (h - req.MarginTop - req.MarginBottom) * 96 / scale
-	if cw <= 0 || ch <= 0 {
-		return nil // Chromium refuses such margins itself
-	}
-	var estimate float64
-	if err := browser.Evaluate(p, estimateJS, &estimate, cw, ch); err != nil {
-		return fmt.Errorf("%w: estimate pages: %v", ErrPage, err)
+	estimate, err := estimatePages(p, req)
+	if err != nil {
+		return err
 	}
 	if estimate*probeShare < float64(max) {
 		return nil
@@ -87,7 +77,7 @@ func checkPages(ctx context.Context, p *rod.Page, req printParams, max int) erro
 	probe := req
 	probe.PageRanges = strconv.Itoa(max + 1)
 	probe.DisplayHeaderFooter, probe.GenerateTaggedPDF, probe.GenerateDocumentOutline = false, false, false
-	_, err := printOnce(p, probe, nil)
+	_, err = printOnce(p, probe, nil)
 	var cdpErr *cdp.Error
 	switch {
 	case err == nil:
@@ -98,6 +88,26 @@ func checkPages(ctx context.Context, p *rod.Page, req printParams, max int) erro
 		return ctx.Err()
 	}
 	return fmt.Errorf("%w: count pages: %v", ErrPage, err)
+}
+
+// estimatePages is estimateJS for the page printed as req says; 0 for
+// margins that leave no room (Chromium refuses those itself).
+func estimatePages(p *rod.Page, req printParams) (float64, error) {
+	w, h := req.PaperWidth, req.PaperHeight
+	if req.Landscape {
+		w, h = h, w
+	}
+	scale := max1(req.Scale)
+	cw := (w - req.MarginLeft - req.MarginRight) * 96 / scale
+	ch := (h - req.MarginTop - req.MarginBottom) * 96 / scale
+	if cw <= 0 || ch <= 0 {
+		return 0, nil
+	}
+	var estimate float64
+	if err := browser.Evaluate(p, estimateJS, &estimate, cw, ch); err != nil {
+		return 0, fmt.Errorf("%w: estimate pages: %v", ErrPage, err)
+	}
+	return estimate, nil
 }
 
 func max1(scale float64) float64 {

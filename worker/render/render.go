@@ -49,6 +49,10 @@ type Renderer struct {
 	// MaxOutputBytes bounds a printed PDF (DESIGN §10): past it the render
 	// is a *LimitError. 0: unbounded.
 	MaxOutputBytes int64
+	// SplitPages is the length past which a page is printed in slices
+	// (split.go); 0: never. SplitSlots is how many slices print at once
+	// (the worker's render slots).
+	SplitPages, SplitSlots int
 }
 
 func (r *Renderer) log() *slog.Logger {
@@ -134,6 +138,7 @@ func (r *Renderer) RenderWarm(ctx context.Context, b egress.Bundle, rj *jobspb.R
 	var report *collector
 	hooked := &jobspb.Report{}
 	passes := 1
+	sliced := 0 // the slices the page was printed in (split.go)
 	filled := false
 	err = r.Pool.TabFor(ctx, key, func(t *browser.Tab) error {
 		tabAt = time.Since(start)
@@ -215,6 +220,18 @@ func (r *Renderer) RenderWarm(ctx context.Context, b egress.Bundle, rj *jobspb.R
 		if err := checkPages(ctx, p, req, int(rj.GetMaxPages())); err != nil {
 			return err
 		}
+		// A long page without scripts or page references prints in slices
+		// (split.go, DESIGN §10).
+		slices := 0
+		if r.SplitPages > 0 && static && kept == nil && !refs && req.PageRanges == "" && pr.GetSplit() != jobspb.Split_SPLIT_OFF {
+			estimate, err := estimatePages(p, req)
+			if err != nil {
+				return err
+			}
+			if pr.GetSplit() == jobspb.Split_SPLIT_ON || estimate > float64(r.SplitPages) {
+				slices = sliceCount(estimate, r.SplitSlots)
+			}
+		}
 		release, err := preloadFonts(p, margins.fonts)
 		if err != nil {
 			return err
@@ -229,9 +246,22 @@ func (r *Renderer) RenderWarm(ctx context.Context, b egress.Bundle, rj *jobspb.R
 				c.finish(ctx, scripted)
 			}()
 		})
-		if refs {
+		if slices > 0 {
+			out, slices, err = r.printSplit(ctx, t, site, slices, splitJob{bundle: b, entry: entry, req: req, fonts: margins.fonts,
+				outline: pr.GetOutline(), maxPages: int(rj.GetMaxPages())})
+			if errors.Is(err, errUnsplittable) {
+				slices = 0
+			} else {
+				sliced = slices
+				// The tab holds a slice now, not the job's document.
+				warmable = false
+			}
+		}
+		switch {
+		case slices > 0:
+		case refs:
 			out, passes, err = printWithRefs(ctx, p, req, finish)
-		} else {
+		default:
 			out, err = printPDF(ctx, p, req, finish)
 		}
 		release()
@@ -281,6 +311,7 @@ func (r *Renderer) RenderWarm(ctx context.Context, b egress.Bundle, rj *jobspb.R
 	o, err := report.output(out, time.Since(start), rj.GetPrint(), hooked)
 	if o.Report != nil {
 		o.Report.Passes = int32(passes)
+		o.Report.Slices = int32(sliced)
 	}
 	return o, err
 }

@@ -1,0 +1,344 @@
+package render
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/docrender/docrender/worker/browser"
+	"github.com/docrender/docrender/worker/egress"
+	"github.com/docrender/docrender/worker/pdfedit"
+)
+
+// Split printing (DESIGN §10). One Chromium print of a long document holds
+// one tab for minutes and fails past some thousands of pages; and a tab
+// that loads the whole document and prints only its pageRanges saves
+// almost nothing, Chromium 156 paints the whole document for any range
+// (bench/cmd/split, docs/benchmarks.md). So the loaded page is cut into
+// slices of its content, each slice a document of its own (the same head,
+// a share of the body) printed by its own tab at the same time, and the
+// slices' PDFs are joined (pdfedit.JoinStamped: pages, links, structure
+// tree, outline). The header and footer, which would number pages per
+// slice, are printed once for the whole document as bands (bands.go) and
+// drawn over the joined pages.
+//
+// Cuts fall between the body's blocks, or between the rows of a long
+// table (its head repeated, as on any printed page) or the children of a
+// long container (one taller than a share), near equal shares of the
+// page's height, at a forced page break where one is within half a share. A slice ends where its content ends: a cut that
+// is not at a page break leaves the rest of that page empty, which a print
+// in one piece would have filled (a page more per cut at most).
+//
+// Only a page without scripts (the static path) is split: a slice is the
+// loaded document's own elements, written anew, and scripts would run
+// again in every slice. A page with page references (data-page-of, toc)
+// prints in one piece: its numbers need the passes of pagerefs.go.
+
+// maxSlices bounds the slices of one document.
+const maxSlices = 64
+
+// planJS cuts the loaded document into about k slices and returns them as
+// documents, with the headings (each given an ID if it had none) for the
+// outline; null when the page cannot be cut (fewer than two blocks, text
+// straight in the body). Every slice links, hidden, to each heading and
+// link target it holds (Chromium writes a named destination only for an
+// element a link points to) and holds a hidden stand-in for each target it
+// links to but does not hold (a link to an element that is not in the
+// document is no link at all); pdfedit.Join takes each destination from
+// the slice that holds it.
+const planJS = `(k) => {
+	const body = document.body;
+	if (!body || k < 2) return null;
+	const textIn = (el) => Array.from(el.childNodes).some(n => n.nodeType === 3 && n.textContent.trim() !== '');
+	if (textIn(body)) return null;
+	let n = 0;
+	const fresh = () => { let id; do { id = 'docrender-h-' + (++n); } while (document.getElementById(id)); return id; };
+	const headings = [];
+	for (const h of body.querySelectorAll('h1, h2, h3, h4, h5, h6')) {
+		const text = h.textContent.replace(/\s+/g, ' ').trim();
+		if (!text) continue;
+		if (!h.id) h.id = fresh();
+		headings.push({ Level: Number(h.tagName[1]), Title: text, Dest: h.id });
+	}
+	const targets = new Set(headings.map(h => h.Dest));
+	const linked = (root) => {
+		const ids = new Set();
+		for (const a of root.querySelectorAll('a[href^="#"]')) {
+			let id = a.getAttribute('href').slice(1);
+			try { id = decodeURIComponent(id); } catch (e) {}
+			if (id) ids.add(id);
+		}
+		return ids;
+	};
+	for (const id of linked(body)) targets.add(id);
+
+	const top = (el) => el.getBoundingClientRect().top + scrollY;
+	const height = Math.max(body.scrollHeight, 1);
+	const share = height / k;
+	const units = [], shells = [];
+	const visit = (el, depth) => {
+		for (const c of Array.from(el.children)) {
+			if (c.tagName === 'SCRIPT' || c.tagName === 'TEMPLATE') continue;
+			if (depth < 4 && c.getBoundingClientRect().height > share) {
+				if (c.tagName === 'TABLE') {
+					const rows = [];
+					for (const tb of c.tBodies) for (const r of tb.rows) rows.push(r);
+					if (rows.length > 1) { shells.push(c); units.push(...rows); continue; }
+				} else if (/^(DIV|SECTION|ARTICLE|MAIN)$/.test(c.tagName) && c.children.length > 1 && !textIn(c)) {
+					shells.push(c);
+					visit(c, depth + 1);
+					continue;
+				}
+			}
+			units.push(c);
+		}
+	};
+	visit(body, 0);
+	if (units.length < 2) return null;
+	const forced = (u) => {
+		const b = getComputedStyle(u).breakBefore;
+		if (/^(page|left|right|recto|verso|always)$/.test(b)) return true;
+		const prev = u.previousElementSibling;
+		return prev !== null && /^(page|left|right|recto|verso|always)$/.test(getComputedStyle(prev).breakAfter);
+	};
+	// Cut before units[cuts[i]], near (i+1) shares down the page.
+	const tops = units.map(top), cuts = [];
+	let from = 1;
+	for (let i = 1; i < k && from < units.length; i++) {
+		const want = tops[0] + share * i, slack = share * 0.5;
+		let at = -1, best = -1;
+		for (let j = from; j < units.length && tops[j] <= want + slack; j++) {
+			if (at < 0 && tops[j] >= want) at = j;
+			if (tops[j] >= want - slack && forced(units[j]) && (best < 0 || Math.abs(tops[j] - want) < Math.abs(tops[best] - want))) best = j;
+		}
+		if (best >= 0) at = best;
+		if (at < 0) { for (let j = from; j < units.length; j++) if (tops[j] >= want) { at = j; break; } }
+		if (at < 0) break;
+		cuts.push(at);
+		from = at + 1;
+	}
+	if (!cuts.length) return null;
+	units.forEach((u, i) => u.setAttribute('data-docrender-unit', String(i)));
+	shells.forEach(s => s.setAttribute('data-docrender-shell', ''));
+	const doctype = document.doctype ? new XMLSerializer().serializeToString(document.doctype) : '';
+	const bounds = [0, ...cuts, units.length];
+	const slices = [];
+	try {
+		for (let s = 0; s + 1 < bounds.length; s++) {
+			const lo = bounds[s], hi = bounds[s + 1];
+			const root = document.documentElement.cloneNode(true);
+			for (const u of root.querySelectorAll('[data-docrender-unit]')) {
+				const i = Number(u.getAttribute('data-docrender-unit'));
+				if (i < lo || i >= hi) u.remove(); else u.removeAttribute('data-docrender-unit');
+			}
+			for (const sh of Array.from(root.querySelectorAll('[data-docrender-shell]')).reverse()) {
+				const kept = sh.tagName === 'TABLE' ? Array.from(sh.tBodies).some(tb => tb.rows.length > 0) : sh.children.length > 0;
+				if (kept) sh.removeAttribute('data-docrender-shell'); else sh.remove();
+			}
+			for (const sc of root.querySelectorAll('script')) sc.remove();
+			const held = new Set(Array.from(root.querySelectorAll('[id]'), e => e.id));
+			const refs = document.createElement('div');
+			refs.setAttribute('aria-hidden', 'true');
+			refs.setAttribute('data-docrender-refs', '');
+			refs.setAttribute('style', 'display:none !important');
+			for (const id of targets) {
+				if (!held.has(id)) continue;
+				const a = document.createElement('a');
+				a.href = '#' + encodeURIComponent(id);
+				a.tabIndex = -1;
+				refs.appendChild(a);
+			}
+			const rbody = root.querySelector('body');
+			for (const id of linked(rbody)) {
+				if (held.has(id)) continue;
+				const stand = document.createElement('span');
+				stand.id = id;
+				refs.appendChild(stand);
+			}
+			rbody.appendChild(refs);
+			slices.push(doctype + root.outerHTML);
+		}
+	} finally {
+		units.forEach(u => u.removeAttribute('data-docrender-unit'));
+		shells.forEach(s => s.removeAttribute('data-docrender-shell'));
+	}
+	return { slices, headings, title: document.title };
+}`
+
+// slicePlan is planJS's answer.
+type slicePlan struct {
+	Slices   []string          `json:"slices"`
+	Headings []pdfedit.Heading `json:"headings"`
+	Title    string            `json:"title"`
+}
+
+// errUnsplittable is a page planJS cannot cut: it prints in one piece.
+var errUnsplittable = errors.New("render: the page cannot be printed in slices")
+
+// slicePages bounds the pages of one slice: a print of thousands of pages
+// fails in Chromium, and is the minutes-long print splitting avoids.
+const slicePages = 1000
+
+// sliceCount is how many slices a page of estimate pages is cut into: one
+// per render slot (every slice costs a load and a print of its own, so
+// more slices than can print at once cost more than they save, measured),
+// more when a slice would pass slicePages; at least two.
+func sliceCount(estimate float64, slots int) int {
+	k := max(slots, int(math.Ceil(estimate/slicePages)), 2)
+	return min(k, maxSlices)
+}
+
+// splitJob is what printSplit needs of the job.
+type splitJob struct {
+	bundle   egress.Bundle
+	entry    string
+	req      printParams
+	fonts    []string // the header's and footer's web fonts
+	outline  bool
+	maxPages int
+}
+
+// printSplit prints the page loaded in t (the job's written page at site)
+// in about k slices (printSlices), joins them, and says how many slices
+// it printed. errUnsplittable: print it in one piece.
+func (r *Renderer) printSplit(ctx context.Context, t *browser.Tab, site egress.Site, k int, job splitJob) ([]byte, int, error) {
+	start := time.Now()
+	var plan *slicePlan
+	if err := browser.Evaluate(t.Page(), planJS, &plan, k); err != nil {
+		return nil, 0, fmt.Errorf("%w: plan slices: %v", ErrPage, err)
+	}
+	if plan == nil || len(plan.Slices) < 2 {
+		return nil, 0, errUnsplittable
+	}
+	req := job.req
+	req.DisplayHeaderFooter, req.HeaderTemplate, req.FooterTemplate = false, "", ""
+	req.GenerateDocumentOutline = false // the joined outline is built from plan.Headings
+	planned := time.Since(start)
+	parts, err := r.printSlices(ctx, t, site, plan.Slices, job, req)
+	if err != nil {
+		return nil, 0, err
+	}
+	printed := time.Since(start)
+	pages := 0
+	for _, p := range parts {
+		n, err := pdfedit.PageCount(ctx, p)
+		if err != nil {
+			return nil, 0, fmt.Errorf("%w: count pages: %v", ErrPage, err)
+		}
+		pages += n
+	}
+	if job.maxPages > 0 && pages > job.maxPages {
+		return nil, 0, tooManyPages(job.maxPages)
+	}
+	var band []byte
+	if job.req.DisplayHeaderFooter {
+		var err error
+		band, err = printBands(ctx, t, job.req, bands{pages: pages, title: plan.Title, url: site.HomeURL(job.entry), fonts: job.fonts})
+		if err != nil {
+			return nil, 0, err
+		}
+	}
+	banded := time.Since(start)
+	var outline []pdfedit.Heading
+	if job.outline {
+		outline = plan.Headings
+	}
+	var out bytes.Buffer
+	if _, err := pdfedit.JoinStamped(ctx, parts, outline, band, pages, &out); err != nil {
+		return nil, 0, fmt.Errorf("%w: join slices: %v", ErrPage, err)
+	}
+	r.log().DebugContext(ctx, "split", "slices", len(plan.Slices), "pages", pages, "plan_ms", ms(planned), "slices_ms", ms(printed-planned),
+		"bands_ms", ms(banded-printed), "join_ms", ms(time.Since(start)-banded))
+	if job.req.maxBytes > 0 && int64(out.Len()) > job.req.maxBytes {
+		return nil, 0, tooManyBytes(job.req.maxBytes)
+	}
+	return out.Bytes(), len(plan.Slices), nil
+}
+
+// printSlices prints slices as req says: t (the job's tab, its page at
+// site) takes them one after another, and a tab of the pool that comes
+// free takes the next one waiting, as many tabs at once as there are
+// slices. The job never waits for a tab it needs: with no tab to spare,
+// t prints them all.
+func (r *Renderer) printSlices(ctx context.Context, t *browser.Tab, site egress.Site, slices []string, job splitJob, req printParams) ([][]byte, error) {
+	parts := make([][]byte, len(slices))
+	errs := make([]error, len(slices))
+	var next atomic.Int32
+	var left sync.WaitGroup // slices not printed yet
+	left.Add(len(slices))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// take hands out the next slice, -1 when none is left.
+	take := func() int {
+		if i := int(next.Add(1)) - 1; i < len(slices) {
+			return i
+		}
+		return -1
+	}
+	// printOne prints slice i in tab; a panic is slice i's error, never
+	// the process's (the helpers run outside the queue's recover).
+	printOne := func(tab *browser.Tab, s egress.Site, i int) {
+		defer left.Done()
+		defer func() {
+			if p := recover(); p != nil {
+				errs[i] = fmt.Errorf("%w: slice %d: panic: %v", ErrPage, i+1, p)
+			}
+			if errs[i] != nil {
+				cancel()
+			}
+		}()
+		parts[i], errs[i] = printSlice(ctx, tab, s.HomeURL(job.entry), slices[i], req)
+	}
+	print := func(tab *browser.Tab, s egress.Site) {
+		for i := take(); i >= 0; i = take() {
+			printOne(tab, s, i)
+		}
+	}
+	// Helpers wait for a tab until every slice is printed (waiting ends
+	// then: the slices' ctx is only cancelled after the last).
+	waitCtx, stopWaiting := context.WithCancel(ctx)
+	var helpers sync.WaitGroup
+	for range len(slices) - 1 {
+		helpers.Go(func() {
+			defer func() {
+				// The pool's own panic (a slice's is printOne's): logged, the
+				// slices go on in the other tabs.
+				if p := recover(); p != nil {
+					r.log().ErrorContext(ctx, "split: waiting for a tab panicked", "panic", p)
+				}
+			}()
+			_ = r.Pool.TabFor(waitCtx, "", func(st *browser.Tab) error {
+				lane, ok := st.Lane().(fileServer)
+				if !ok {
+					return fmt.Errorf("render: tab lane %T serves no files", st.Lane())
+				}
+				s, unserve := lane.Serve(job.bundle, true)
+				defer unserve()
+				print(st, s)
+				return nil
+			})
+		})
+	}
+	print(t, site)
+	left.Wait()
+	stopWaiting()
+	helpers.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return parts, nil
+}
+
+// printSlice writes a slice into t at url and prints it.
+func printSlice(ctx context.Context, t *browser.Tab, url, html string, req printParams) ([]byte, error) {
+	var matched []bool
+	if err := t.Open(url, html, loadedJS, &matched, []string{}); err != nil {
+		return nil, fmt.Errorf("%w: open slice: %v", ErrPage, err)
+	}
+	return printPDF(ctx, t.Page(), req, nil)
+}
