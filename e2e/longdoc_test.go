@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // splitLedger is a ledger of sections that each start on a new page, with
@@ -111,4 +112,44 @@ func pageWords(t testing.TB, pdf []byte, n int) []string {
 	}
 	slices.Sort(words)
 	return words
+}
+
+// TestSplitLeavesRoomForOthers (DESIGN §5 with §10): while one account's
+// long document prints in slices on every render slot's worth of tabs, another
+// account's one-page render is served, and finishes first: a split job
+// takes at most one tab per slot, and the pool keeps two.
+func TestSplitLeavesRoomForOthers(t *testing.T) {
+	svc := startService(t, func(cfg *configT) {
+		cfg.SplitPages = 4
+		hobby := cfg.Plans["hobby"]
+		hobby.MaxPages = 100000
+		cfg.Plans["hobby"] = hobby
+	})
+	big, small := newClient(t, svc), newClient(t, svc)
+	type done struct {
+		status int
+		at     time.Time
+		report string
+	}
+	longDone := make(chan done, 1)
+	go func() {
+		resp := big.generate([]file{htmlFile("index.html", splitLedger(60))}, map[string]any{"split": true})
+		readAll(t, resp)
+		longDone <- done{resp.StatusCode, time.Now(), resp.Header.Get("Docrender-Render-Report")}
+	}()
+	// Once the long one is printing (its slices hold their tabs)...
+	time.Sleep(1500 * time.Millisecond)
+	resp := small.generate([]file{htmlFile("index.html", "<h1>SMALLRENDER</h1>")}, nil)
+	mustStatus(t, resp, http.StatusOK)
+	shortAt := time.Now()
+	if !strings.Contains(pdfText(t, readAll(t, resp)), "SMALLRENDER") {
+		t.Error("the small render's PDF lacks its text")
+	}
+	l := <-longDone
+	if l.status != http.StatusOK || !strings.Contains(l.report, "slices=") {
+		t.Fatalf("the long document: %d %q, want 200 printed in slices", l.status, l.report)
+	}
+	if !shortAt.Before(l.at) {
+		t.Errorf("the one-page render finished after the long document")
+	}
 }

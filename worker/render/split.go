@@ -262,9 +262,10 @@ func (r *Renderer) printSplit(ctx context.Context, t *browser.Tab, site egress.S
 
 // printSlices prints slices as req says: t (the job's tab, its page at
 // site) takes them one after another, and a tab of the pool that comes
-// free takes the next one waiting, as many tabs at once as there are
-// slices. The job never waits for a tab it needs: with no tab to spare,
-// t prints them all.
+// free takes the next one waiting, at most SplitSlots tabs at once (the
+// pool keeps two tabs a slot: the other jobs of the worker keep theirs,
+// DESIGN §5). The job never waits for a tab it needs: with no tab to
+// spare, t prints them all.
 func (r *Renderer) printSlices(ctx context.Context, t *browser.Tab, site egress.Site, slices []string, job splitJob, req printParams) ([][]byte, error) {
 	parts := make([][]byte, len(slices))
 	errs := make([]error, len(slices))
@@ -303,7 +304,7 @@ func (r *Renderer) printSlices(ctx context.Context, t *browser.Tab, site egress.
 	// then: the slices' ctx is only cancelled after the last).
 	waitCtx, stopWaiting := context.WithCancel(ctx)
 	var helpers sync.WaitGroup
-	for range len(slices) - 1 {
+	for range min(len(slices), max(r.SplitSlots, 2)) - 1 {
 		helpers.Go(func() {
 			defer func() {
 				// The pool's own panic (a slice's is printOne's): logged, the
