@@ -74,6 +74,8 @@ func (w *Worker) handleRender(ctx context.Context, job *jobspb.Job, rj *jobspb.R
 		// failOnAccessibilityErrors (§8): no PDF.
 		return checkFailure(failedCheck), nil
 	case errors.Is(err, render.ErrPage):
+		// What Chromium said stays in the log: the client hears no internals.
+		w.log.WarnContext(ctx, "render failed", "job_id", job.Id, "err", err)
 		return failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, "The HTML could not be rendered."), nil
 	case err != nil:
 		return nil, err

@@ -191,7 +191,7 @@ func load(getenv func(string) string) (Config, map[string]bool, error) {
 		RenderTimeout:         p.duration("DOCRENDER_RENDER_TIMEOUT", 30*time.Second),
 		MaxUpload:             int64(p.integer("DOCRENDER_MAX_UPLOAD_BYTES", 52428800)),
 		MaxOutputBytes:        int64(p.integer("DOCRENDER_MAX_OUTPUT_BYTES", 512<<20)),
-		SplitPages:            p.integer("DOCRENDER_SPLIT_PAGES", 200),
+		SplitPages:            p.integer("DOCRENDER_SPLIT_PAGES", 2000),
 		MaxQueue:              p.integer("DOCRENDER_MAX_QUEUE", 10000),
 		MaxStreamsPerAccount:  p.integer("DOCRENDER_MAX_STREAMS_PER_ACCOUNT", 20),
 		RenderAllowHosts:      p.list("DOCRENDER_RENDER_ALLOW_HOSTS"),

@@ -43,6 +43,14 @@ func (t *Tab) Navigate(url string) error {
 	return navigate(t.Page(), url, true)
 }
 
+// GoHome takes a tab whose page this job navigated to back to the home
+// document, so that Open can write into it again. The tab stays marked
+// scripted: it is cleaned after the job all the same.
+func (t *Tab) GoHome() error {
+	t.s.warm = nil
+	return goHome(t.Page(), t.p.cfg.HomeURL)
+}
+
 // Scripted reports whether the tab's page has run scripts in this job: the
 // page's own global objects (console, say) are then not to be trusted.
 func (t *Tab) Scripted() bool { return t.s.scripted }

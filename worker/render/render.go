@@ -103,6 +103,9 @@ func (r *Renderer) Render(ctx context.Context, b egress.Bundle, rj *jobspb.Rende
 func (r *Renderer) RenderWarm(ctx context.Context, b egress.Bundle, rj *jobspb.RenderJob, timeout time.Duration, key string) (Output, error) {
 	entry, page, pr := rj.GetEntry(), rj.GetPage(), rj.GetPrint()
 	html, static := withoutScripts(b, entry)
+	// noScripts: a page without scripts, written or (too large to be
+	// written) navigated to; only such a page is cut into slices.
+	noScripts := func() bool { _, ok := scriptFree(b, entry); return static || ok }
 	// waitForExpression is the client's script: it runs on the page's own
 	// origin, never in the home document that every job shares. A page
 	// fetched by URL is always navigated to.
@@ -223,7 +226,7 @@ func (r *Renderer) RenderWarm(ctx context.Context, b egress.Bundle, rj *jobspb.R
 		// A long page without scripts or page references prints in slices
 		// (split.go, DESIGN §10).
 		slices := 0
-		if r.SplitPages > 0 && static && kept == nil && !refs && req.PageRanges == "" && pr.GetSplit() != jobspb.Split_SPLIT_OFF {
+		if r.SplitPages > 0 && (static || fetch == nil && noScripts()) && kept == nil && !refs && req.PageRanges == "" && pr.GetSplit() != jobspb.Split_SPLIT_OFF {
 			estimate, err := estimatePages(p, req)
 			if err != nil {
 				return err
@@ -246,19 +249,22 @@ func (r *Renderer) RenderWarm(ctx context.Context, b egress.Bundle, rj *jobspb.R
 				c.finish(ctx, scripted)
 			}()
 		})
+		split := false
 		if slices > 0 {
-			out, slices, err = r.printSplit(ctx, t, site, slices, splitJob{bundle: b, entry: entry, req: req, fonts: margins.fonts,
+			var n int
+			out, n, err = r.printSplit(ctx, t, site, slices, splitJob{bundle: b, entry: entry, req: req, fonts: margins.fonts,
 				outline: pr.GetOutline(), maxPages: int(rj.GetMaxPages())})
 			if errors.Is(err, errUnsplittable) {
-				slices = 0
+				r.log().DebugContext(ctx, "split: the page cannot be cut; printed in one piece", "slices_asked", slices)
+				err = nil
 			} else {
-				sliced = slices
-				// The tab holds a slice now, not the job's document.
-				warmable = false
+				// Printed in slices, or failed doing so: either way the tab
+				// holds a slice now, not the job's document.
+				split, sliced, warmable = true, n, false
 			}
 		}
 		switch {
-		case slices > 0:
+		case split:
 		case refs:
 			out, passes, err = printWithRefs(ctx, p, req, finish)
 		default:

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -180,9 +181,12 @@ type slicePlan struct {
 // errUnsplittable is a page planJS cannot cut: it prints in one piece.
 var errUnsplittable = errors.New("render: the page cannot be printed in slices")
 
-// slicePages bounds the pages of one slice: a print of thousands of pages
-// fails in Chromium, and is the minutes-long print splitting avoids.
-const slicePages = 1000
+// slicePages bounds the pages of one slice, as estimated: a print of
+// thousands of pages fails in Chromium ("Printing failed": a ~5,700-page
+// ledger in one piece, and in slices of 1,000 estimated pages, which the
+// screen-layout estimate made larger than that), and is the minutes-long
+// print splitting avoids.
+const slicePages = 400
 
 // sliceCount is how many slices a page of estimate pages is cut into: one
 // per render slot (every slice costs a load and a print of its own, so
@@ -219,7 +223,7 @@ func (r *Renderer) printSplit(ctx context.Context, t *browser.Tab, site egress.S
 	req.DisplayHeaderFooter, req.HeaderTemplate, req.FooterTemplate = false, "", ""
 	req.GenerateDocumentOutline = false // the joined outline is built from plan.Headings
 	planned := time.Since(start)
-	parts, err := r.printSlices(ctx, t, site, plan.Slices, job, req)
+	parts, err := r.printSlices(ctx, t, plan.Slices, job, req)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -237,6 +241,12 @@ func (r *Renderer) printSplit(ctx context.Context, t *browser.Tab, site egress.S
 	}
 	var band []byte
 	if job.req.DisplayHeaderFooter {
+		if t.Scripted() {
+			// The bands are written: a navigated tab goes home first.
+			if err := t.GoHome(); err != nil {
+				return nil, 0, fmt.Errorf("%w: bands: home: %v", ErrPage, err)
+			}
+		}
 		var err error
 		band, err = printBands(ctx, t, job.req, bands{pages: pages, title: plan.Title, url: site.HomeURL(job.entry), fonts: job.fonts})
 		if err != nil {
@@ -260,13 +270,12 @@ func (r *Renderer) printSplit(ctx context.Context, t *browser.Tab, site egress.S
 	return out.Bytes(), len(plan.Slices), nil
 }
 
-// printSlices prints slices as req says: t (the job's tab, its page at
-// site) takes them one after another, and a tab of the pool that comes
-// free takes the next one waiting, at most SplitSlots tabs at once (the
-// pool keeps two tabs a slot: the other jobs of the worker keep theirs,
-// DESIGN §5). The job never waits for a tab it needs: with no tab to
-// spare, t prints them all.
-func (r *Renderer) printSlices(ctx context.Context, t *browser.Tab, site egress.Site, slices []string, job splitJob, req printParams) ([][]byte, error) {
+// printSlices prints slices as req says: t (the job's tab) takes them one
+// after another, and a tab of the pool that comes free takes the next one
+// waiting, at most SplitSlots tabs at once (the pool keeps two tabs a
+// slot: the other jobs of the worker keep theirs, DESIGN §5). The job
+// never waits for a tab it needs: with no tab to spare, t prints them all.
+func (r *Renderer) printSlices(ctx context.Context, t *browser.Tab, slices []string, job splitJob, req printParams) ([][]byte, error) {
 	parts := make([][]byte, len(slices))
 	errs := make([]error, len(slices))
 	var next atomic.Int32
@@ -283,7 +292,7 @@ func (r *Renderer) printSlices(ctx context.Context, t *browser.Tab, site egress.
 	}
 	// printOne prints slice i in tab; a panic is slice i's error, never
 	// the process's (the helpers run outside the queue's recover).
-	printOne := func(tab *browser.Tab, s egress.Site, i int) {
+	printOne := func(tab *browser.Tab, i int) {
 		defer left.Done()
 		defer func() {
 			if p := recover(); p != nil {
@@ -293,11 +302,11 @@ func (r *Renderer) printSlices(ctx context.Context, t *browser.Tab, site egress.
 				cancel()
 			}
 		}()
-		parts[i], errs[i] = printSlice(ctx, tab, s.HomeURL(job.entry), slices[i], req)
+		parts[i], errs[i] = printSlice(ctx, tab, job, slices[i], req)
 	}
-	print := func(tab *browser.Tab, s egress.Site) {
+	print := func(tab *browser.Tab) {
 		for i := take(); i >= 0; i = take() {
-			printOne(tab, s, i)
+			printOne(tab, i)
 		}
 	}
 	// Helpers wait for a tab until every slice is printed (waiting ends
@@ -314,18 +323,12 @@ func (r *Renderer) printSlices(ctx context.Context, t *browser.Tab, site egress.
 				}
 			}()
 			_ = r.Pool.TabFor(waitCtx, "", func(st *browser.Tab) error {
-				lane, ok := st.Lane().(fileServer)
-				if !ok {
-					return fmt.Errorf("render: tab lane %T serves no files", st.Lane())
-				}
-				s, unserve := lane.Serve(job.bundle, true)
-				defer unserve()
-				print(st, s)
+				print(st)
 				return nil
 			})
 		})
 	}
-	print(t, site)
+	print(t)
 	left.Wait()
 	stopWaiting()
 	helpers.Wait()
@@ -335,11 +338,38 @@ func (r *Renderer) printSlices(ctx context.Context, t *browser.Tab, site egress.
 	return parts, nil
 }
 
-// printSlice writes a slice into t at url and prints it.
-func printSlice(ctx context.Context, t *browser.Tab, url, html string, req printParams) ([]byte, error) {
-	var matched []bool
-	if err := t.Open(url, html, loadedJS, &matched, []string{}); err != nil {
-		return nil, fmt.Errorf("%w: open slice: %v", ErrPage, err)
+// printSlice serves a slice as the job's entry file, with the job's other
+// files, to t's lane, loads it (written into the tab, or navigated to when
+// too large to be written or the tab navigated already: a slice has no
+// scripts either way) and prints it.
+func printSlice(ctx context.Context, t *browser.Tab, job splitJob, html string, req printParams) ([]byte, error) {
+	lane, ok := t.Lane().(fileServer)
+	if !ok {
+		return nil, fmt.Errorf("render: tab lane %T serves no files", t.Lane())
 	}
-	return printPDF(ctx, t.Page(), req, nil)
+	b := maps.Clone(job.bundle)
+	b[job.entry] = []byte(html)
+	// A tab that navigated (the job's own, for a page too large to be
+	// written) is not on the home document a write needs.
+	written := len(html) <= maxWrittenHTML && !t.Scripted()
+	site, unserve := lane.Serve(b, written)
+	defer unserve()
+	var matched []bool
+	if written {
+		if err := t.Open(site.HomeURL(job.entry), html, loadedJS, &matched, []string{}); err != nil {
+			return nil, fmt.Errorf("%w: open slice: %v", ErrPage, err)
+		}
+	} else {
+		if err := t.Navigate(site.URL(job.entry)); err != nil {
+			return nil, fmt.Errorf("%w: navigate to slice: %v", ErrPage, err)
+		}
+		if err := browser.Evaluate(t.Page(), loadedJS, &matched, []string{}); err != nil {
+			return nil, fmt.Errorf("%w: load slice: %v", ErrPage, err)
+		}
+	}
+	pdf, err := printPDF(ctx, t.Page(), req, nil)
+	if err != nil {
+		return nil, fmt.Errorf("slice of %d bytes: %w", len(html), err)
+	}
+	return pdf, nil
 }

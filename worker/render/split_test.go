@@ -123,10 +123,15 @@ func TestSplitLongTable(t *testing.T) {
 		fmt.Fprintf(&b, "<tr><td>row-%04d</td></tr>", i)
 	}
 	b.WriteString(`</tbody></table></body></html>`)
+	// Too large to be written, as a long document is (2 MiB): navigated
+	// to, then cut, each slice navigated to too.
+	defer func(old int) { maxWrittenHTML = old }(maxWrittenHTML)
+	maxWrittenHTML = 4 << 10
 	pages := map[jobspb.Split]int{}
 	var slices int32
 	for _, split := range []jobspb.Split{jobspb.Split_SPLIT_OFF, jobspb.Split_SPLIT_ON} {
-		rj := &jobspb.RenderJob{Entry: "index.html", Page: a4, Print: &jobspb.Print{Split: split}}
+		rj := &jobspb.RenderJob{Entry: "index.html", Page: a4, Print: &jobspb.Print{Split: split, HeaderTemplate: "<span></span>",
+			FooterTemplate: `<div style="font-size:9px;margin:auto">folio <span class="pageNumber"></span>/<span class="totalPages"></span></div>`}}
 		out, err := r.Render(context.Background(), egress.Bundle{"index.html": []byte(b.String())}, rj, 60*time.Second)
 		if err != nil {
 			t.Fatal(err)
@@ -149,6 +154,13 @@ func TestSplitLongTable(t *testing.T) {
 		}
 		if heads := strings.Count(text, "Head"); heads != pages[split] {
 			t.Errorf("split %v: the head on %d of %d pages", split, heads, pages[split])
+		}
+		// The footer's numbers are the whole document's (bands written
+		// after the job's tab navigated).
+		for _, p := range []int{1, pages[split]} {
+			if want := fmt.Sprintf("folio %d/%d", p, pages[split]); !strings.Contains(pageText(t, out.PDF, p), want) {
+				t.Errorf("split %v: page %d lacks %q", split, p, want)
+			}
 		}
 	}
 	// Each cut a page more at most.

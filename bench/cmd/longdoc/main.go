@@ -3,7 +3,8 @@
 // (split: false, one render slot) and in slices (split: true: several tabs
 // at once, joined), tagged (the default) and untagged, side by side in one
 // run; each PDF's page count is printed with its time, since a cut that is
-// not at a page break adds a page.
+// not at a page break adds a page, and the peak memory (resident) of the
+// service's process and of its Chromium's, sampled every 100 ms.
 package main
 
 import (
@@ -11,6 +12,8 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,6 +42,8 @@ var pageRe = regexp.MustCompile(`/Type\s*/Page[^s]`)
 
 func main() {
 	pages := flag.Int("pages", 1000, "the ledger's length in pages (about)")
+	onlyTagged := flag.Bool("tagged-only", false, "only the tagged rows")
+	onlySplit := flag.Bool("split-only", false, "only the prints in slices")
 	flag.Parse()
 	svc, cfg, stop, err := benchapi.Embedded(map[string]string{
 		"DOCRENDER_PLAN_HOBBY_MAX_PAGES": "100000", "DOCRENDER_RENDER_TIMEOUT": "900s",
@@ -58,14 +63,23 @@ func main() {
 	footer := `"headerTemplate":"<span></span>","footerTemplate":"<div style=\"font-size:8px;margin:auto\">Page <span class=\"pageNumber\"></span> of <span class=\"totalPages\"></span></div>"`
 	fmt.Printf("docrender bench longdoc: a ledger of ~%d pages with a \"Page i of n\" footer, one embedded service (DOCRENDER_WORKERS=%d, DOCRENDER_SPLIT_PAGES=%d), c=1\n",
 		*pages, cfg.Workers, cfg.SplitPages)
-	fmt.Printf("%-9s %-28s | %9s %6s %8s | %s\n", "tagged", "printed", "seconds", "pages", "MB", "vs one piece")
+	fmt.Printf("%-9s %-28s | %9s %6s %8s | %-13s | %s\n", "tagged", "printed", "seconds", "pages", "MB", "vs one piece", "peak RSS MiB: service + Chromium")
 	for _, tagged := range []bool{true, false} {
+		if !tagged && *onlyTagged {
+			continue
+		}
 		var whole time.Duration
 		for _, split := range []bool{false, true} {
+			if !split && *onlySplit {
+				continue
+			}
 			opts := fmt.Sprintf(`{"split":%v,"tagged":%v,%s}`, split, tagged, footer)
+			runtime.GC()
+			stopPeak := peakRSS()
 			start := time.Now()
 			pdf, err := api.GenerateWith(html, opts)
 			took := time.Since(start)
+			self, browser := stopPeak()
 			name := "in one piece (1 slot)"
 			if split {
 				name = fmt.Sprintf("in slices (%d slots)", cfg.Workers)
@@ -80,7 +94,71 @@ func main() {
 			} else if whole > 0 {
 				ratio = fmt.Sprintf("%.2f× faster", whole.Seconds()/took.Seconds())
 			}
-			fmt.Printf("%-9v %-28s | %9.1f %6d %8.1f | %s\n", tagged, name, took.Seconds(), len(pageRe.FindAll(pdf, -1)), float64(len(pdf))/1e6, ratio)
+			fmt.Printf("%-9v %-28s | %9.1f %6d %8.1f | %-13s | %d + %d\n", tagged, name, took.Seconds(), len(pageRe.FindAll(pdf, -1)), float64(len(pdf))/1e6, ratio, self>>20, browser>>20)
 		}
 	}
+}
+
+// peakRSS samples the resident memory of this process (the embedded
+// service) and of every Chromium process until the returned function is
+// called, which gives the peaks in bytes.
+func peakRSS() func() (self, browser int64) {
+	var maxSelf, maxBrowser int64 // the sampler's; read after it stopped
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			s, b := rssOf(os.Getpid()), chromiumRSS()
+			maxSelf, maxBrowser = max(maxSelf, s), max(maxBrowser, b)
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() (int64, int64) {
+		close(done)
+		<-stopped
+		return maxSelf, maxBrowser
+	}
+}
+
+// rssOf is a process's resident memory (/proc/PID/status VmRSS), 0 when
+// it cannot be read.
+func rssOf(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb int64
+			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// chromiumRSS sums the resident memory of every Chromium process (shared
+// pages counted in each: an upper bound).
+func chromiumRSS() int64 {
+	entries, _ := os.ReadDir("/proc")
+	var sum int64
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil || !strings.Contains(string(cmd), "chrom") {
+			continue
+		}
+		sum += rssOf(pid)
+	}
+	return sum
 }
