@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
-	"image/png"
 	"math"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -77,26 +74,7 @@ func pageWords(t testing.TB, pdf []byte, page int) map[string][]wordBox {
 // pixelAt is the colour of page at (x, y) points from the top left.
 func pixelAt(t testing.TB, pdf []byte, page int, x, y float64) color.RGBA {
 	t.Helper()
-	dir := t.TempDir()
-	p := filepath.Join(dir, "in.pdf")
-	if err := os.WriteFile(p, pdf, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	n := strconv.Itoa(page)
-	if out, err := exec.Command("pdftoppm", "-png", "-r", "72", "-f", n, "-l", n, "-singlefile", p, filepath.Join(dir, "page")).CombinedOutput(); err != nil {
-		t.Fatalf("pdftoppm: %v %s", err, out)
-	}
-	f, err := os.Open(filepath.Join(dir, "page.png"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, g, b, _ := img.At(int(x), int(y)).RGBA()
-	return color.RGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), 255}
+	return rgbaAt(pageImage(t, pdf, page, 72), int(x), int(y))
 }
 
 // TestBandsStamped prints a 5-page document without header and footer,

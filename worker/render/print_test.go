@@ -127,12 +127,21 @@ func findWordBox(t testing.TB, pdf []byte, txt string) wordBox {
 // centrePixel is the colour at the middle of page 1.
 func centrePixel(t testing.TB, pdf []byte) color.RGBA {
 	t.Helper()
+	img := pageImage(t, pdf, 1, 20)
+	b := img.Bounds()
+	return rgbaAt(img, b.Dx()/2, b.Dy()/2)
+}
+
+// pageImage is page n of pdf as pdftoppm renders it at dpi.
+func pageImage(t testing.TB, pdf []byte, n, dpi int) image.Image {
+	t.Helper()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "in.pdf")
 	if err := os.WriteFile(p, pdf, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("pdftoppm", "-png", "-r", "20", "-f", "1", "-l", "1", "-singlefile", p, filepath.Join(dir, "page")).CombinedOutput(); err != nil {
+	page := strconv.Itoa(n)
+	if out, err := exec.Command("pdftoppm", "-png", "-r", strconv.Itoa(dpi), "-f", page, "-l", page, "-singlefile", p, filepath.Join(dir, "page")).CombinedOutput(); err != nil {
 		t.Fatalf("pdftoppm: %v %s", err, out)
 	}
 	f, err := os.Open(filepath.Join(dir, "page.png"))
@@ -144,9 +153,13 @@ func centrePixel(t testing.TB, pdf []byte) color.RGBA {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := img.Bounds()
-	r, g, bl, _ := img.At(b.Dx()/2, b.Dy()/2).RGBA()
-	return color.RGBA{uint8(r >> 8), uint8(g >> 8), uint8(bl >> 8), 255}
+	return img
+}
+
+// rgbaAt is img's colour at x, y, opaque.
+func rgbaAt(img image.Image, x, y int) color.RGBA {
+	r, g, b, _ := img.At(x, y).RGBA()
+	return color.RGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), 255}
 }
 
 func printRender(t testing.TB, r *Renderer, b egress.Bundle, page *jobspb.Page, pr *jobspb.Print, timeout time.Duration) ([]byte, error) {
