@@ -11,7 +11,6 @@ import (
 	"io"
 	"log/slog"
 	"mime/multipart"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/textproto"
@@ -28,6 +27,7 @@ import (
 	"github.com/docrender/docrender/e2e/harness"
 	"github.com/docrender/docrender/gateway/app"
 	"github.com/docrender/docrender/pkg/config"
+	"github.com/docrender/docrender/pkg/testenv/freeport"
 	"github.com/docrender/docrender/worker"
 )
 
@@ -111,13 +111,14 @@ func startService(t testing.TB, edit func(*config.Config)) *service {
 
 func launch(dir string, edit func(*config.Config)) (*service, func(), error) {
 	cfg := baseConfig(dir)
-	// The base URL goes into every URL the API returns, so the port is chosen first.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// The base URL goes into every URL the API returns, so the port is chosen
+	// first, below the ephemeral range (a port-0 bind closed again may be
+	// taken by any outgoing connection before the gateway binds it).
+	addr, err := freeport.Addr()
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg.Addr = ln.Addr().String()
-	ln.Close()
+	cfg.Addr = addr
 	cfg.BaseURL = "http://" + cfg.Addr
 	if edit != nil {
 		edit(&cfg)

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"sort"
@@ -94,7 +93,7 @@ func startBackends(t *testing.T) (_ []backend, err error) {
 	if err != nil {
 		return nil, err
 	}
-	embedded, stop, err := launch(dir, func(cfg *configT) { cfg.Plans = plans; fixedAddr(cfg) })
+	embedded, stop, err := launch(dir, func(cfg *configT) { cfg.Plans = plans })
 	if err != nil {
 		return nil, fmt.Errorf("embedded service: %w", err)
 	}
@@ -109,7 +108,6 @@ func startBackends(t *testing.T) (_ []backend, err error) {
 	}
 	scaled, stop, err := launch(dir, func(cfg *configT) {
 		cfg.Plans = plans
-		fixedAddr(cfg)
 		cfg.RedisURL = "redis://127.0.0.1:6379/0"
 		// Keys of its own: other services on this Redis sweep their own files only.
 		cfg.QueueNamespace = "e2e" + strings.ToLower(rand.Text()[:8])
@@ -120,19 +118,6 @@ func startBackends(t *testing.T) (_ []backend, err error) {
 	}
 	stops = append(stops, stop)
 	return []backend{{"embedded", embedded}, {"redis+minio", scaled}}, nil
-}
-
-// fixedAddr gives the service a known free port before it starts, so the
-// base URL it puts into every hosted URL is the address the tests reach.
-// (Without a port, the URL checks fail and say so.)
-func fixedAddr(cfg *configT) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return
-	}
-	defer ln.Close()
-	cfg.Addr = ln.Addr().String()
-	cfg.BaseURL = "http://" + cfg.Addr
 }
 
 // packageTB lends minio.Start a test whose cleanups run when the whole
