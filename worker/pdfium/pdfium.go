@@ -1,0 +1,275 @@
+// Package pdfium reads PDFs people already have with PDFium (DESIGN §11):
+// plain text, Markdown and images of pages, the things pdfcpu cannot do.
+//
+// PDFium runs as WebAssembly inside the worker process (go-pdfium's
+// webassembly mode on wazero): no cgo, no helper process, and each instance
+// has a linear memory of its own with a hard bound, so a hostile PDF that
+// exhausts it fails its own call and the instance is replaced.
+package pdfium
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strings"
+
+	gopdfium "github.com/klippa-app/go-pdfium"
+	pdfiumerrors "github.com/klippa-app/go-pdfium/errors"
+	"github.com/klippa-app/go-pdfium/references"
+	"github.com/klippa-app/go-pdfium/requests"
+	"github.com/klippa-app/go-pdfium/webassembly"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+)
+
+// Defaults of Config. MaxMemory leaves room for a page at MaxPixels (4 bytes
+// a pixel, 200 MB) plus PDFium's own decoded images and fonts.
+const (
+	DefaultMaxMemory   = 1 << 30
+	DefaultMaxPages    = 2000
+	DefaultMaxPixels   = 50_000_000
+	DefaultMaxDPI      = 600
+	DefaultMaxOutput   = 512 << 20
+	wasmPageSize       = 64 << 10
+	maxWasmMemory      = 4 << 30 // wasm32 addresses at most 4 GiB.
+	defaultJPEGQuality = 90
+)
+
+// Config sizes an Engine. Zero fields take the defaults above.
+type Config struct {
+	// Instances is how many PDFium instances run at once: the worker's
+	// render slots. Calls beyond it wait for a free instance.
+	Instances int
+	// MaxMemory bounds the linear memory of each instance, in bytes
+	// (rounded down to 64 KiB wasm pages, at most 4 GiB).
+	MaxMemory int64
+	// MaxPages bounds the pages one call reads or renders.
+	MaxPages int
+	// MaxPixels bounds width×height of one rendered page, checked on the
+	// page's size before anything is rendered.
+	MaxPixels int64
+	// MaxOutput bounds the bytes one call returns (text, or all images).
+	MaxOutput int64
+}
+
+func (c Config) withDefaults() Config {
+	if c.Instances <= 0 {
+		c.Instances = 1
+	}
+	if c.MaxMemory <= 0 {
+		c.MaxMemory = DefaultMaxMemory
+	}
+	c.MaxMemory = min(c.MaxMemory, maxWasmMemory)
+	if c.MaxPages <= 0 {
+		c.MaxPages = DefaultMaxPages
+	}
+	if c.MaxPixels <= 0 {
+		c.MaxPixels = DefaultMaxPixels
+	}
+	if c.MaxOutput <= 0 {
+		c.MaxOutput = DefaultMaxOutput
+	}
+	return c
+}
+
+// BadInputError is the client's fault: a file that is not a readable PDF,
+// a password, a page or dpi out of bounds. Param names the request field to
+// blame ("file", "pages", "dpi", "format", "quality") and Msg says what is
+// wrong in the client's words; the caller answers 4xx with them.
+type BadInputError struct {
+	Param string
+	Msg   string
+	Err   error // PDFium's or wazero's error, for logs; may be nil
+}
+
+func (e *BadInputError) Error() string { return e.Msg }
+func (e *BadInputError) Unwrap() error { return e.Err }
+
+func badInput(param, format string, args ...any) *BadInputError {
+	return &BadInputError{Param: param, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Engine is a pool of PDFium WebAssembly instances, started once per worker
+// process and shared by its jobs. It is safe for concurrent use: each call
+// takes an instance for its duration.
+type Engine struct {
+	cfg  Config
+	pool gopdfium.Pool
+}
+
+// New compiles PDFium's WebAssembly module once and starts cfg.Instances
+// instances of it (measured on this machine: about 1.5 s to compile, then
+// tens of milliseconds and a few MiB of linear memory an instance; see
+// TestStartCost).
+func New(ctx context.Context, cfg Config) (*Engine, error) {
+	cfg = cfg.withDefaults()
+	pool, err := webassembly.Init(webassembly.Config{
+		Context:  context.WithoutCancel(ctx), // the pool outlives the caller's context
+		MinIdle:  cfg.Instances,
+		MaxIdle:  cfg.Instances,
+		MaxTotal: cfg.Instances,
+		// Without a mount the instance cannot read the host's files: every
+		// document reaches it as bytes. go-pdfium's default mounts "/".
+		FSConfig: wazero.NewFSConfig(),
+		RuntimeConfig: wazero.NewRuntimeConfig().
+			// PDFium's setjmp/longjmp are lowered to wasm exceptions.
+			WithCoreFeatures(api.CoreFeaturesV2 | experimental.CoreFeaturesExceptionHandling).
+			WithMemoryLimitPages(uint32(cfg.MaxMemory / wasmPageSize)).
+			// Kill cancels an instance's context: this makes it stop a
+			// running call, which is how a caller's context is honoured.
+			WithCloseOnContextDone(true),
+		Stdout:       io.Discard,
+		Stderr:       io.Discard,
+		ReuseWorkers: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pdfium: start: %w", err)
+	}
+	return &Engine{cfg: cfg, pool: pool}, nil
+}
+
+// Close stops every instance; calls under way fail.
+func (e *Engine) Close() error { return e.pool.Close() }
+
+// instanceFailed marks an error after which the instance may be in any
+// state (a trap, memory exhausted, a cancelled call): it is not returned to
+// the pool but replaced.
+type instanceFailed struct{ err error }
+
+func (f instanceFailed) Error() string { return f.err.Error() }
+func (f instanceFailed) Unwrap() error { return f.err }
+
+// run takes an instance, opens pdf in it and hands both to fn. PDFium's
+// errors on open are the client's; anything failing later inside the
+// instance kills it (the pool starts a new one), and a panic becomes an
+// error, so one document never breaks the next call.
+func (e *Engine) run(ctx context.Context, pdf []byte, fn func(in gopdfium.Pdfium, doc references.FPDF_DOCUMENT) error) (err error) {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(pdf) == 0 {
+		return badInput("file", "the file is empty")
+	}
+	in, err := e.pool.GetInstanceWithContext(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("pdfium: take an instance: %w", err)
+	}
+	// A done context kills the instance mid-call (WithCloseOnContextDone);
+	// the call then fails with wazero's error, reported as ctx.Err().
+	killed := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		_ = in.Kill()
+		close(killed)
+	})
+	defer func() {
+		if r := recover(); r != nil {
+			err = instanceFailed{fmt.Errorf("pdfium: panic: %v %s", r, debug.Stack())}
+		}
+		if !stop() {
+			<-killed
+			err = ctx.Err()
+			return
+		}
+		var failed instanceFailed
+		if errors.As(err, &failed) {
+			_ = in.Kill()
+			err = classifyFailure(failed.err)
+			return
+		}
+		// Close frees the document and every handle and returns the
+		// instance to the pool.
+		if cerr := in.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("pdfium: release instance: %w", cerr)
+		}
+	}()
+
+	data := pdf
+	opened, err := in.FPDF_LoadMemDocument(&requests.FPDF_LoadMemDocument{Data: &data})
+	if err != nil {
+		return openError(err)
+	}
+	return fn(in, opened.Document)
+}
+
+// openError says why PDFium refused a document, in the client's words.
+func openError(err error) error {
+	b := &BadInputError{Param: "file", Err: err}
+	switch {
+	case errors.Is(err, pdfiumerrors.ErrPassword):
+		b.Msg = "the PDF is encrypted with a password"
+	case errors.Is(err, pdfiumerrors.ErrSecurity):
+		b.Msg = "the PDF's encryption is not supported"
+	case errors.Is(err, pdfiumerrors.ErrFormat), errors.Is(err, pdfiumerrors.ErrFile),
+		errors.Is(err, pdfiumerrors.ErrUnknown), errors.Is(err, pdfiumerrors.ErrUnexpected):
+		b.Msg = "the file is not a PDF or is too damaged to read"
+	default:
+		// Not PDFium's answer but the instance's own failure.
+		return classifyFailure(err)
+	}
+	return b
+}
+
+// classifyFailure: an instance that ran out of its memory bound on this
+// document is the document's fault (a decompression bomb, a huge image);
+// any other trap is ours to log.
+func classifyFailure(err error) error {
+	msg := err.Error()
+	if strings.Contains(msg, "out of memory") || strings.Contains(msg, "memory limit") ||
+		strings.Contains(msg, "Cannot enlarge memory") || strings.Contains(msg, "OOM") {
+		return &BadInputError{Param: "file", Msg: "the PDF needs more memory than allowed to be read", Err: err}
+	}
+	return fmt.Errorf("pdfium: instance failed and was replaced: %w", err)
+}
+
+// fail wraps an error from a PDFium call made after the document opened: the
+// instance cannot be trusted after it.
+func fail(err error) error {
+	var b *BadInputError
+	if errors.As(err, &b) {
+		return err
+	}
+	return instanceFailed{err}
+}
+
+// pageList turns the 1-based pages asked for (none: all) into 0-based
+// indexes, bounded before anything is read.
+func (e *Engine) pageList(in gopdfium.Pdfium, doc references.FPDF_DOCUMENT, pages []int) ([]int, error) {
+	if len(pages) > e.cfg.MaxPages {
+		return nil, badInput("pages", "%d pages asked; at most %d can be read at once", len(pages), e.cfg.MaxPages)
+	}
+	n, err := in.FPDF_GetPageCount(&requests.FPDF_GetPageCount{Document: doc})
+	if err != nil {
+		return nil, fail(err)
+	}
+	if n.PageCount <= 0 {
+		return nil, badInput("file", "the PDF has no pages")
+	}
+	if len(pages) == 0 {
+		if n.PageCount > e.cfg.MaxPages {
+			return nil, badInput("pages", "the PDF has %d pages; at most %d can be read at once: ask for some with pages", n.PageCount, e.cfg.MaxPages)
+		}
+		idx := make([]int, n.PageCount)
+		for i := range idx {
+			idx[i] = i
+		}
+		return idx, nil
+	}
+	idx := make([]int, len(pages))
+	for i, p := range pages {
+		if p < 1 || p > n.PageCount {
+			return nil, badInput("pages", "page %d does not exist: the PDF has %d pages", p, n.PageCount)
+		}
+		idx[i] = p - 1
+	}
+	return idx, nil
+}
+
+func pageByIndex(doc references.FPDF_DOCUMENT, i int) requests.Page {
+	return requests.Page{ByIndex: &requests.PageByIndex{Document: doc, Index: i}}
+}

@@ -1,0 +1,90 @@
+package pdfium
+
+import (
+	"context"
+	"strings"
+
+	gopdfium "github.com/klippa-app/go-pdfium"
+	"github.com/klippa-app/go-pdfium/references"
+	"github.com/klippa-app/go-pdfium/requests"
+)
+
+// Text returns the plain text of the pages asked (1-based; none: all), in
+// the reading order PDFium gives, each page followed by a form feed as
+// pdftotext writes it.
+func (e *Engine) Text(ctx context.Context, pdf []byte, pages []int) (string, error) {
+	var out strings.Builder
+	err := e.run(ctx, pdf, func(in gopdfium.Pdfium, doc references.FPDF_DOCUMENT) error {
+		idx, err := e.pageList(in, doc, pages)
+		if err != nil {
+			return err
+		}
+		for _, i := range idx {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			t, err := e.pageText(in, doc, i, e.cfg.MaxOutput-int64(out.Len()))
+			if err != nil {
+				return err
+			}
+			out.WriteString(t)
+			out.WriteByte('\f')
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return out.String(), nil
+}
+
+// pageText is one page's text, lines ended by "\n". room bounds it in
+// bytes, checked on PDFium's character count before the text is copied.
+func (e *Engine) pageText(in gopdfium.Pdfium, doc references.FPDF_DOCUMENT, i int, room int64) (string, error) {
+	tp, err := in.FPDFText_LoadPage(&requests.FPDFText_LoadPage{Page: pageByIndex(doc, i)})
+	if err != nil {
+		return "", fail(err)
+	}
+	defer in.FPDFText_ClosePage(&requests.FPDFText_ClosePage{TextPage: tp.TextPage})
+	n, err := in.FPDFText_CountChars(&requests.FPDFText_CountChars{TextPage: tp.TextPage})
+	if err != nil {
+		return "", fail(err)
+	}
+	if n.Count <= 0 {
+		return "", nil
+	}
+	if int64(n.Count) > room {
+		return "", badInput("pages", "the text of these pages is larger than %d bytes: ask for fewer pages", e.cfg.MaxOutput)
+	}
+	// One call for the whole page: per-character calls cost a wasm call each.
+	t, err := in.FPDFText_GetText(&requests.FPDFText_GetText{TextPage: tp.TextPage, Count: n.Count})
+	if err != nil {
+		return "", fail(err)
+	}
+	return cleanText(t.Text), nil
+}
+
+// cleanText makes PDFium's text plain: its "\r\n" line ends become "\n",
+// the control characters it keeps from the content (NUL, 0x02 for a hyphen
+// at a line end, …) are dropped, and the page ends with one "\n".
+func cleanText(s string) string {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	s = strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' || r == '\t':
+			return r
+		case r == '\r':
+			return '\n'
+		case r == 0x02:
+			return '-' // PDFium's mark for a hyphen that ends a line
+		case r < 0x20 || r == 0x7f || r == 0xfffe || r == 0xffff:
+			return -1
+		}
+		return r
+	}, s)
+	s = strings.TrimRight(s, " \n")
+	if s == "" {
+		return ""
+	}
+	return s + "\n"
+}
