@@ -101,7 +101,7 @@ func lastNonSpace(data []byte, i int) int {
 func streamFilters(data []byte, end int) ([]string, bool) {
 	lo := max(0, end-dictWindow)
 	depth := 0
-	for j := end - 2; j >= lo+1; j-- {
+	for j := end - 1; j >= lo+1; j-- {
 		switch {
 		case data[j] == '>' && data[j-1] == '>':
 			depth++
