@@ -133,7 +133,9 @@ func TestSplitLeavesRoomForOthers(t *testing.T) {
 	}
 	longDone := make(chan done, 1)
 	go func() {
-		resp := big.generate([]file{htmlFile("index.html", splitLedger(60))}, map[string]any{"split": true})
+		// Long enough to print for some seconds on any machine (60 sections
+		// printed in about a second here, before the small one was asked).
+		resp := big.generate([]file{htmlFile("index.html", splitLedger(400))}, map[string]any{"split": true})
 		readAll(t, resp)
 		longDone <- done{resp.StatusCode, time.Now(), resp.Header.Get("Docrender-Render-Report")}
 	}()

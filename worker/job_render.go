@@ -54,7 +54,7 @@ func (w *Worker) handleRender(ctx context.Context, job *jobspb.Job, rj *jobspb.R
 	if rj.GetTemplate() != nil {
 		warm = job.AccountId + "\x00" + rj.BundlePrefix + "\x00" + rj.Entry
 	}
-	out, err := w.renderer.RenderWarm(rctx, b, rj, timeout, warm)
+	out, err := w.renderer.RenderWith(rctx, b, rj, timeout, render.Options{Warm: warm, Farm: w.farmFor(job, rj)})
 	tracing.End(span, err)
 	pdf := out.PDF
 	var bad *render.InputError

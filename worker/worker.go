@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -37,6 +38,12 @@ type Worker struct {
 	renderer *render.Renderer
 	// batch is nil on a worker without a shared state store.
 	batch *batchSupport
+	// state is the state store shared with the gateways and the other
+	// workers; nil: none (split mode without Redis).
+	state state.Store
+	// splitting are the jobs of this process printed in slices: a slice
+	// of one of them taken from the queue is left to its job's tabs.
+	splitting sync.Map
 	// metrics is nil until Instrument (all its methods accept nil).
 	metrics *metrics.Metrics
 	// identities sign PDFs (DESIGN §8), loaded at start from
@@ -79,12 +86,13 @@ func New(ctx context.Context, cfg config.Config, q *queue.Conn, blobs blob.Store
 		// The operator's TSA, outside the page egress rules (DESIGN §2).
 		w.tsa = &sign.TSA{URL: cfg.TSAURL}
 	}
-	w.renderer = &render.Renderer{Blobs: blobs, Pool: pool, Log: log, MaxOutputBytes: cfg.MaxOutputBytes, SplitPages: cfg.SplitPages, SplitSlots: cfg.Workers,
+	w.renderer = &render.Renderer{Blobs: blobs, Pool: pool, Log: log, MaxOutputBytes: cfg.MaxOutputBytes, SplitPages: cfg.SplitPages, SplitSlots: cfg.Workers, SlicePages: cfg.SlicePages,
 		// Images without alternative text for the report (DESIGN §8), found
 		// before the QR codes fill in their data-qr images' src; inline QR
 		// codes (DESIGN §4.15), filled in before printing.
 		Hooks: []render.PageHook{render.Accessibility, render.QRCodes}}
 	w.batch = newBatchSupport(st, w)
+	w.state = st
 	return w, nil
 }
 
@@ -147,6 +155,8 @@ func (w *Worker) Handle(ctx context.Context, job *jobspb.Job, d queue.Delivery) 
 		res, err = w.handleMerge(ctx, job)
 	case *jobspb.Job_Inspect:
 		res, err = w.handleInspect(ctx, job)
+	case *jobspb.Job_Slice:
+		res, err = w.handleSlice(ctx, job, k.Slice)
 	default:
 		return failure(jobspb.ErrorKind_ERROR_KIND_BAD_INPUT, "Unknown job kind."), nil
 	}
@@ -175,6 +185,8 @@ func jobKind(job *jobspb.Job) string {
 		return metrics.KindBatch
 	case *jobspb.Job_Inspect:
 		return metrics.KindInspect
+	case *jobspb.Job_Slice:
+		return metrics.KindSlice
 	}
 	return metrics.KindRender
 }

@@ -33,6 +33,10 @@ func JobResult(jobID string) string { return JobDir(jobID) + "out.pdf" }
 // file may have any name, watermark.png included.
 func JobWatermark(jobID string) string { return JobDir(jobID) + "watermark.png" }
 
+// JobSlices is where a job printed in slices keeps each slice's HTML and
+// PDF while the slots of other workers print them (DESIGN §10).
+func JobSlices(jobID string) string { return JobDir(jobID) + "slices/" }
+
 // FileKey is where a stored file's bytes live.
 func FileKey(fileID string) string { return FilesPrefix + fileID }
 

@@ -71,6 +71,11 @@ type Config struct {
 	// SplitPages is the length past which a document is printed in slices
 	// by several tabs (DESIGN §10).
 	SplitPages int
+	// SlicePages bounds the estimated pages of one slice (DESIGN §10):
+	// Chromium fails on thousands of pages in one print, and scaled out,
+	// smaller slices let more workers help and make another account's job
+	// wait less for a slot.
+	SlicePages int
 	// MaxQueue bounds the jobs waiting in the queue; past it the gateway answers 429.
 	MaxQueue int
 	// MaxStreamsPerAccount bounds the progress streams (SSE) one account
@@ -192,6 +197,7 @@ func load(getenv func(string) string) (Config, map[string]bool, error) {
 		MaxUpload:             int64(p.integer("DOCRENDER_MAX_UPLOAD_BYTES", 52428800)),
 		MaxOutputBytes:        int64(p.integer("DOCRENDER_MAX_OUTPUT_BYTES", 512<<20)),
 		SplitPages:            p.integer("DOCRENDER_SPLIT_PAGES", 2000),
+		SlicePages:            p.integer("DOCRENDER_SLICE_PAGES", 400),
 		MaxQueue:              p.integer("DOCRENDER_MAX_QUEUE", 10000),
 		MaxStreamsPerAccount:  p.integer("DOCRENDER_MAX_STREAMS_PER_ACCOUNT", 20),
 		RenderAllowHosts:      p.list("DOCRENDER_RENDER_ALLOW_HOSTS"),
@@ -265,6 +271,7 @@ func load(getenv func(string) string) (Config, map[string]bool, error) {
 	p.atLeast("DOCRENDER_MAX_UPLOAD_BYTES", int(c.MaxUpload), 1024)
 	p.atLeast("DOCRENDER_MAX_OUTPUT_BYTES", int(c.MaxOutputBytes), 1024)
 	p.atLeast("DOCRENDER_SPLIT_PAGES", c.SplitPages, 2)
+	p.atLeast("DOCRENDER_SLICE_PAGES", c.SlicePages, 1)
 	p.atLeast("DOCRENDER_MAX_QUEUE", c.MaxQueue, 1)
 	p.atLeast("DOCRENDER_MAX_STREAMS_PER_ACCOUNT", c.MaxStreamsPerAccount, 1)
 	if c.JobReplicas < 1 || c.JobReplicas > 5 {

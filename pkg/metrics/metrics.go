@@ -35,6 +35,8 @@ const (
 	KindBatch  = "batch_document"
 	KindMerge  = "merge"
 	KindZip    = "zip"
+	// KindSlice is a slice of a long document printed for its job (DESIGN §10).
+	KindSlice = "slice"
 	// KindInspect is POST /pdf/inspect's reading of a PDF (DESIGN §8).
 	KindInspect = "inspect"
 )

@@ -41,11 +41,11 @@ const (
 	batchConsumerIdle = time.Hour
 )
 
-// subjectFor is where job waits: batch documents by account, the rest in
-// the shared "now" lane.
+// subjectFor is where job waits: batch documents and the slices of a long
+// document (DESIGN §10) by account, the rest in the shared "now" lane.
 func (c *Conn) subjectFor(job *jobspb.Job) string {
 	switch {
-	case job.GetBatchDocument() != nil:
+	case job.GetBatchDocument() != nil, job.GetSlice() != nil:
 		return c.batchSubject(job.AccountId)
 	case job.GetMerge() != nil:
 		return c.n.SubjectPrefix + "now.merge"

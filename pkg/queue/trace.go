@@ -76,6 +76,8 @@ func jobKind(job *jobspb.Job) string {
 		return "merge"
 	case *jobspb.Job_Zip:
 		return "zip"
+	case *jobspb.Job_Slice:
+		return "slice"
 	}
 	return "render"
 }
@@ -84,7 +86,7 @@ func jobKind(job *jobspb.Job) string {
 // the job carries (a client's HTML, file names, URLs).
 func (c *Conn) jobAttributes(job *jobspb.Job, op attribute.KeyValue) []attribute.KeyValue {
 	lane := c.n.SubjectPrefix + "now." + jobKind(job)
-	if job.GetBatchDocument() != nil {
+	if job.GetBatchDocument() != nil || job.GetSlice() != nil {
 		lane = c.n.SubjectPrefix + "batch.*" // an account's lane, the account not named
 	}
 	attrs := []attribute.KeyValue{

@@ -1633,6 +1633,7 @@ type Job struct {
 	//	*Job_Zip
 	//	*Job_BatchDocument
 	//	*Job_Inspect
+	//	*Job_Slice
 	Kind          isJob_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1762,6 +1763,15 @@ func (x *Job) GetInspect() *InspectJob {
 	return nil
 }
 
+func (x *Job) GetSlice() *SliceJob {
+	if x != nil {
+		if x, ok := x.Kind.(*Job_Slice); ok {
+			return x.Slice
+		}
+	}
+	return nil
+}
+
 type isJob_Kind interface {
 	isJob_Kind()
 }
@@ -1786,6 +1796,10 @@ type Job_Inspect struct {
 	Inspect *InspectJob `protobuf:"bytes,14,opt,name=inspect,proto3,oneof"`
 }
 
+type Job_Slice struct {
+	Slice *SliceJob `protobuf:"bytes,15,opt,name=slice,proto3,oneof"`
+}
+
 func (*Job_Render) isJob_Kind() {}
 
 func (*Job_Merge) isJob_Kind() {}
@@ -1795,6 +1809,101 @@ func (*Job_Zip) isJob_Kind() {}
 func (*Job_BatchDocument) isJob_Kind() {}
 
 func (*Job_Inspect) isJob_Kind() {}
+
+func (*Job_Slice) isJob_Kind() {}
+
+// SliceJob prints one slice of a long document split by the job that took
+// it (DESIGN §10), on whichever worker has a free slot: the parent job
+// claims, waits for and joins the slices; a slice whose printer dies is
+// printed again by the parent. Its job ID is the parent's and the key's.
+type SliceJob struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ParentId string                 `protobuf:"bytes,1,opt,name=parent_id,json=parentId,proto3" json:"parent_id,omitempty"`
+	Index    int32                  `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
+	// The slice's content hash: its claim and result key under the parent.
+	Key string `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	// Blob key of the slice's HTML, which replaces the parent's entry file.
+	HtmlKey string `protobuf:"bytes,4,opt,name=html_key,json=htmlKey,proto3" json:"html_key,omitempty"`
+	// The parent's render job: its files, page and print parameters.
+	Render *RenderJob `protobuf:"bytes,5,opt,name=render,proto3" json:"render,omitempty"`
+	// When the parent stops waiting (Unix milliseconds): a slice taken after
+	// that is dropped.
+	DeadlineUnixMs int64 `protobuf:"varint,6,opt,name=deadline_unix_ms,json=deadlineUnixMs,proto3" json:"deadline_unix_ms,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *SliceJob) Reset() {
+	*x = SliceJob{}
+	mi := &file_jobs_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SliceJob) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SliceJob) ProtoMessage() {}
+
+func (x *SliceJob) ProtoReflect() protoreflect.Message {
+	mi := &file_jobs_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SliceJob.ProtoReflect.Descriptor instead.
+func (*SliceJob) Descriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *SliceJob) GetParentId() string {
+	if x != nil {
+		return x.ParentId
+	}
+	return ""
+}
+
+func (x *SliceJob) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *SliceJob) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *SliceJob) GetHtmlKey() string {
+	if x != nil {
+		return x.HtmlKey
+	}
+	return ""
+}
+
+func (x *SliceJob) GetRender() *RenderJob {
+	if x != nil {
+		return x.Render
+	}
+	return nil
+}
+
+func (x *SliceJob) GetDeadlineUnixMs() int64 {
+	if x != nil {
+		return x.DeadlineUnixMs
+	}
+	return 0
+}
 
 // InspectJob reads one PDF and reports what it is and claims (DESIGN §8,
 // POST /pdf/inspect). It writes nothing.
@@ -1809,7 +1918,7 @@ type InspectJob struct {
 
 func (x *InspectJob) Reset() {
 	*x = InspectJob{}
-	mi := &file_jobs_proto_msgTypes[17]
+	mi := &file_jobs_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1821,7 +1930,7 @@ func (x *InspectJob) String() string {
 func (*InspectJob) ProtoMessage() {}
 
 func (x *InspectJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[17]
+	mi := &file_jobs_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1834,7 +1943,7 @@ func (x *InspectJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectJob.ProtoReflect.Descriptor instead.
 func (*InspectJob) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{17}
+	return file_jobs_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *InspectJob) GetInputKey() string {
@@ -1878,7 +1987,7 @@ type InspectReport struct {
 
 func (x *InspectReport) Reset() {
 	*x = InspectReport{}
-	mi := &file_jobs_proto_msgTypes[18]
+	mi := &file_jobs_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1890,7 +1999,7 @@ func (x *InspectReport) String() string {
 func (*InspectReport) ProtoMessage() {}
 
 func (x *InspectReport) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[18]
+	mi := &file_jobs_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1903,7 +2012,7 @@ func (x *InspectReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectReport.ProtoReflect.Descriptor instead.
 func (*InspectReport) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{18}
+	return file_jobs_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *InspectReport) GetPages() int32 {
@@ -2010,7 +2119,7 @@ type BatchDocumentJob struct {
 
 func (x *BatchDocumentJob) Reset() {
 	*x = BatchDocumentJob{}
-	mi := &file_jobs_proto_msgTypes[19]
+	mi := &file_jobs_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2022,7 +2131,7 @@ func (x *BatchDocumentJob) String() string {
 func (*BatchDocumentJob) ProtoMessage() {}
 
 func (x *BatchDocumentJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[19]
+	mi := &file_jobs_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2035,7 +2144,7 @@ func (x *BatchDocumentJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchDocumentJob.ProtoReflect.Descriptor instead.
 func (*BatchDocumentJob) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{19}
+	return file_jobs_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *BatchDocumentJob) GetBatchId() string {
@@ -2070,7 +2179,7 @@ type ZipJob struct {
 
 func (x *ZipJob) Reset() {
 	*x = ZipJob{}
-	mi := &file_jobs_proto_msgTypes[20]
+	mi := &file_jobs_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2082,7 +2191,7 @@ func (x *ZipJob) String() string {
 func (*ZipJob) ProtoMessage() {}
 
 func (x *ZipJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[20]
+	mi := &file_jobs_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2095,7 +2204,7 @@ func (x *ZipJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ZipJob.ProtoReflect.Descriptor instead.
 func (*ZipJob) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{20}
+	return file_jobs_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ZipJob) GetBatchId() string {
@@ -2123,7 +2232,7 @@ type WebhookDelivery struct {
 
 func (x *WebhookDelivery) Reset() {
 	*x = WebhookDelivery{}
-	mi := &file_jobs_proto_msgTypes[21]
+	mi := &file_jobs_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2135,7 +2244,7 @@ func (x *WebhookDelivery) String() string {
 func (*WebhookDelivery) ProtoMessage() {}
 
 func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[21]
+	mi := &file_jobs_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2148,7 +2257,7 @@ func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDelivery.ProtoReflect.Descriptor instead.
 func (*WebhookDelivery) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{21}
+	return file_jobs_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *WebhookDelivery) GetDeliveryId() string {
@@ -2206,7 +2315,7 @@ type FailedRequest struct {
 
 func (x *FailedRequest) Reset() {
 	*x = FailedRequest{}
-	mi := &file_jobs_proto_msgTypes[22]
+	mi := &file_jobs_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2218,7 +2327,7 @@ func (x *FailedRequest) String() string {
 func (*FailedRequest) ProtoMessage() {}
 
 func (x *FailedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[22]
+	mi := &file_jobs_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2231,7 +2340,7 @@ func (x *FailedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailedRequest.ProtoReflect.Descriptor instead.
 func (*FailedRequest) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{22}
+	return file_jobs_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *FailedRequest) GetUrl() string {
@@ -2287,7 +2396,7 @@ type Report struct {
 
 func (x *Report) Reset() {
 	*x = Report{}
-	mi := &file_jobs_proto_msgTypes[23]
+	mi := &file_jobs_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2299,7 +2408,7 @@ func (x *Report) String() string {
 func (*Report) ProtoMessage() {}
 
 func (x *Report) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[23]
+	mi := &file_jobs_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2312,7 +2421,7 @@ func (x *Report) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Report.ProtoReflect.Descriptor instead.
 func (*Report) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{23}
+	return file_jobs_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Report) GetPages() int32 {
@@ -2432,7 +2541,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_jobs_proto_msgTypes[24]
+	mi := &file_jobs_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2444,7 +2553,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[24]
+	mi := &file_jobs_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2457,7 +2566,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{24}
+	return file_jobs_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Result) GetJobId() string {
@@ -2540,7 +2649,7 @@ type InspectReport_PageSize struct {
 
 func (x *InspectReport_PageSize) Reset() {
 	*x = InspectReport_PageSize{}
-	mi := &file_jobs_proto_msgTypes[26]
+	mi := &file_jobs_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2552,7 +2661,7 @@ func (x *InspectReport_PageSize) String() string {
 func (*InspectReport_PageSize) ProtoMessage() {}
 
 func (x *InspectReport_PageSize) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[26]
+	mi := &file_jobs_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2565,7 +2674,7 @@ func (x *InspectReport_PageSize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectReport_PageSize.ProtoReflect.Descriptor instead.
 func (*InspectReport_PageSize) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{18, 0}
+	return file_jobs_proto_rawDescGZIP(), []int{19, 0}
 }
 
 func (x *InspectReport_PageSize) GetWidth() float64 {
@@ -2592,7 +2701,7 @@ type InspectReport_Font struct {
 
 func (x *InspectReport_Font) Reset() {
 	*x = InspectReport_Font{}
-	mi := &file_jobs_proto_msgTypes[27]
+	mi := &file_jobs_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2604,7 +2713,7 @@ func (x *InspectReport_Font) String() string {
 func (*InspectReport_Font) ProtoMessage() {}
 
 func (x *InspectReport_Font) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[27]
+	mi := &file_jobs_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2617,7 +2726,7 @@ func (x *InspectReport_Font) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectReport_Font.ProtoReflect.Descriptor instead.
 func (*InspectReport_Font) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{18, 1}
+	return file_jobs_proto_rawDescGZIP(), []int{19, 1}
 }
 
 func (x *InspectReport_Font) GetName() string {
@@ -2646,7 +2755,7 @@ type InspectReport_Attachment struct {
 
 func (x *InspectReport_Attachment) Reset() {
 	*x = InspectReport_Attachment{}
-	mi := &file_jobs_proto_msgTypes[28]
+	mi := &file_jobs_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2658,7 +2767,7 @@ func (x *InspectReport_Attachment) String() string {
 func (*InspectReport_Attachment) ProtoMessage() {}
 
 func (x *InspectReport_Attachment) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[28]
+	mi := &file_jobs_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2671,7 +2780,7 @@ func (x *InspectReport_Attachment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectReport_Attachment.ProtoReflect.Descriptor instead.
 func (*InspectReport_Attachment) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{18, 2}
+	return file_jobs_proto_rawDescGZIP(), []int{19, 2}
 }
 
 func (x *InspectReport_Attachment) GetFileName() string {
@@ -2720,7 +2829,7 @@ type InspectReport_Signature struct {
 
 func (x *InspectReport_Signature) Reset() {
 	*x = InspectReport_Signature{}
-	mi := &file_jobs_proto_msgTypes[30]
+	mi := &file_jobs_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2732,7 +2841,7 @@ func (x *InspectReport_Signature) String() string {
 func (*InspectReport_Signature) ProtoMessage() {}
 
 func (x *InspectReport_Signature) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[30]
+	mi := &file_jobs_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2745,7 +2854,7 @@ func (x *InspectReport_Signature) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectReport_Signature.ProtoReflect.Descriptor instead.
 func (*InspectReport_Signature) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{18, 4}
+	return file_jobs_proto_rawDescGZIP(), []int{19, 4}
 }
 
 func (x *InspectReport_Signature) GetSigner() string {
@@ -2932,7 +3041,7 @@ const file_jobs_proto_rawDesc = "" +
 	"\n" +
 	"encryption\x18\x05 \x01(\v2\x1d.docrender.jobs.v1.EncryptionR\n" +
 	"encryption\x121\n" +
-	"\x06record\x18\x06 \x01(\v2\x19.docrender.jobs.v1.RecordR\x06record\"\x86\x04\n" +
+	"\x06record\x18\x06 \x01(\v2\x19.docrender.jobs.v1.RecordR\x06record\"\xbb\x04\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -2949,8 +3058,16 @@ const file_jobs_proto_rawDesc = "" +
 	"\x05merge\x18\v \x01(\v2\x1b.docrender.jobs.v1.MergeJobH\x00R\x05merge\x12-\n" +
 	"\x03zip\x18\f \x01(\v2\x19.docrender.jobs.v1.ZipJobH\x00R\x03zip\x12L\n" +
 	"\x0ebatch_document\x18\r \x01(\v2#.docrender.jobs.v1.BatchDocumentJobH\x00R\rbatchDocument\x129\n" +
-	"\ainspect\x18\x0e \x01(\v2\x1d.docrender.jobs.v1.InspectJobH\x00R\ainspectB\x06\n" +
-	"\x04kindJ\x04\b\x04\x10\x05J\x04\b\x05\x10\x06R\bbatch_idR\vbatch_index\"H\n" +
+	"\ainspect\x18\x0e \x01(\v2\x1d.docrender.jobs.v1.InspectJobH\x00R\ainspect\x123\n" +
+	"\x05slice\x18\x0f \x01(\v2\x1b.docrender.jobs.v1.SliceJobH\x00R\x05sliceB\x06\n" +
+	"\x04kindJ\x04\b\x04\x10\x05J\x04\b\x05\x10\x06R\bbatch_idR\vbatch_index\"\xca\x01\n" +
+	"\bSliceJob\x12\x1b\n" +
+	"\tparent_id\x18\x01 \x01(\tR\bparentId\x12\x14\n" +
+	"\x05index\x18\x02 \x01(\x05R\x05index\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\tR\x03key\x12\x19\n" +
+	"\bhtml_key\x18\x04 \x01(\tR\ahtmlKey\x124\n" +
+	"\x06render\x18\x05 \x01(\v2\x1c.docrender.jobs.v1.RenderJobR\x06render\x12(\n" +
+	"\x10deadline_unix_ms\x18\x06 \x01(\x03R\x0edeadlineUnixMs\"H\n" +
 	"\n" +
 	"InspectJob\x12\x1b\n" +
 	"\tinput_key\x18\x01 \x01(\tR\binputKey\x12\x1d\n" +
@@ -3073,7 +3190,7 @@ func file_jobs_proto_rawDescGZIP() []byte {
 }
 
 var file_jobs_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_jobs_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_jobs_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_jobs_proto_goTypes = []any{
 	(Split)(0),                       // 0: docrender.jobs.v1.Split
 	(ErrorKind)(0),                   // 1: docrender.jobs.v1.ErrorKind
@@ -3094,20 +3211,21 @@ var file_jobs_proto_goTypes = []any{
 	(*TemplateError)(nil),            // 16: docrender.jobs.v1.TemplateError
 	(*MergeJob)(nil),                 // 17: docrender.jobs.v1.MergeJob
 	(*Job)(nil),                      // 18: docrender.jobs.v1.Job
-	(*InspectJob)(nil),               // 19: docrender.jobs.v1.InspectJob
-	(*InspectReport)(nil),            // 20: docrender.jobs.v1.InspectReport
-	(*BatchDocumentJob)(nil),         // 21: docrender.jobs.v1.BatchDocumentJob
-	(*ZipJob)(nil),                   // 22: docrender.jobs.v1.ZipJob
-	(*WebhookDelivery)(nil),          // 23: docrender.jobs.v1.WebhookDelivery
-	(*FailedRequest)(nil),            // 24: docrender.jobs.v1.FailedRequest
-	(*Report)(nil),                   // 25: docrender.jobs.v1.Report
-	(*Result)(nil),                   // 26: docrender.jobs.v1.Result
-	nil,                              // 27: docrender.jobs.v1.PageURL.ExtraHttpHeadersEntry
-	(*InspectReport_PageSize)(nil),   // 28: docrender.jobs.v1.InspectReport.PageSize
-	(*InspectReport_Font)(nil),       // 29: docrender.jobs.v1.InspectReport.Font
-	(*InspectReport_Attachment)(nil), // 30: docrender.jobs.v1.InspectReport.Attachment
-	nil,                              // 31: docrender.jobs.v1.InspectReport.MetadataEntry
-	(*InspectReport_Signature)(nil),  // 32: docrender.jobs.v1.InspectReport.Signature
+	(*SliceJob)(nil),                 // 19: docrender.jobs.v1.SliceJob
+	(*InspectJob)(nil),               // 20: docrender.jobs.v1.InspectJob
+	(*InspectReport)(nil),            // 21: docrender.jobs.v1.InspectReport
+	(*BatchDocumentJob)(nil),         // 22: docrender.jobs.v1.BatchDocumentJob
+	(*ZipJob)(nil),                   // 23: docrender.jobs.v1.ZipJob
+	(*WebhookDelivery)(nil),          // 24: docrender.jobs.v1.WebhookDelivery
+	(*FailedRequest)(nil),            // 25: docrender.jobs.v1.FailedRequest
+	(*Report)(nil),                   // 26: docrender.jobs.v1.Report
+	(*Result)(nil),                   // 27: docrender.jobs.v1.Result
+	nil,                              // 28: docrender.jobs.v1.PageURL.ExtraHttpHeadersEntry
+	(*InspectReport_PageSize)(nil),   // 29: docrender.jobs.v1.InspectReport.PageSize
+	(*InspectReport_Font)(nil),       // 30: docrender.jobs.v1.InspectReport.Font
+	(*InspectReport_Attachment)(nil), // 31: docrender.jobs.v1.InspectReport.Attachment
+	nil,                              // 32: docrender.jobs.v1.InspectReport.MetadataEntry
+	(*InspectReport_Signature)(nil),  // 33: docrender.jobs.v1.InspectReport.Signature
 }
 var file_jobs_proto_depIdxs = []int32{
 	0,  // 0: docrender.jobs.v1.Print.split:type_name -> docrender.jobs.v1.Split
@@ -3115,7 +3233,7 @@ var file_jobs_proto_depIdxs = []int32{
 	5,  // 2: docrender.jobs.v1.Record.attachments:type_name -> docrender.jobs.v1.Attachment
 	6,  // 3: docrender.jobs.v1.Record.einvoice:type_name -> docrender.jobs.v1.EInvoice
 	8,  // 4: docrender.jobs.v1.Record.sign:type_name -> docrender.jobs.v1.Signature
-	27, // 5: docrender.jobs.v1.PageURL.extra_http_headers:type_name -> docrender.jobs.v1.PageURL.ExtraHttpHeadersEntry
+	28, // 5: docrender.jobs.v1.PageURL.extra_http_headers:type_name -> docrender.jobs.v1.PageURL.ExtraHttpHeadersEntry
 	12, // 6: docrender.jobs.v1.PageURL.cookies:type_name -> docrender.jobs.v1.Cookie
 	2,  // 7: docrender.jobs.v1.RenderJob.page:type_name -> docrender.jobs.v1.Page
 	3,  // 8: docrender.jobs.v1.RenderJob.watermark:type_name -> docrender.jobs.v1.Watermark
@@ -3131,25 +3249,27 @@ var file_jobs_proto_depIdxs = []int32{
 	9,  // 18: docrender.jobs.v1.MergeJob.record:type_name -> docrender.jobs.v1.Record
 	14, // 19: docrender.jobs.v1.Job.render:type_name -> docrender.jobs.v1.RenderJob
 	17, // 20: docrender.jobs.v1.Job.merge:type_name -> docrender.jobs.v1.MergeJob
-	22, // 21: docrender.jobs.v1.Job.zip:type_name -> docrender.jobs.v1.ZipJob
-	21, // 22: docrender.jobs.v1.Job.batch_document:type_name -> docrender.jobs.v1.BatchDocumentJob
-	19, // 23: docrender.jobs.v1.Job.inspect:type_name -> docrender.jobs.v1.InspectJob
-	28, // 24: docrender.jobs.v1.InspectReport.page_sizes:type_name -> docrender.jobs.v1.InspectReport.PageSize
-	31, // 25: docrender.jobs.v1.InspectReport.metadata:type_name -> docrender.jobs.v1.InspectReport.MetadataEntry
-	29, // 26: docrender.jobs.v1.InspectReport.fonts:type_name -> docrender.jobs.v1.InspectReport.Font
-	30, // 27: docrender.jobs.v1.InspectReport.attachments:type_name -> docrender.jobs.v1.InspectReport.Attachment
-	32, // 28: docrender.jobs.v1.InspectReport.signatures:type_name -> docrender.jobs.v1.InspectReport.Signature
-	14, // 29: docrender.jobs.v1.BatchDocumentJob.render:type_name -> docrender.jobs.v1.RenderJob
-	24, // 30: docrender.jobs.v1.Report.failed_requests:type_name -> docrender.jobs.v1.FailedRequest
-	16, // 31: docrender.jobs.v1.Report.template_errors:type_name -> docrender.jobs.v1.TemplateError
-	1,  // 32: docrender.jobs.v1.Result.error_kind:type_name -> docrender.jobs.v1.ErrorKind
-	25, // 33: docrender.jobs.v1.Result.report:type_name -> docrender.jobs.v1.Report
-	20, // 34: docrender.jobs.v1.Result.inspect:type_name -> docrender.jobs.v1.InspectReport
-	35, // [35:35] is the sub-list for method output_type
-	35, // [35:35] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	23, // 21: docrender.jobs.v1.Job.zip:type_name -> docrender.jobs.v1.ZipJob
+	22, // 22: docrender.jobs.v1.Job.batch_document:type_name -> docrender.jobs.v1.BatchDocumentJob
+	20, // 23: docrender.jobs.v1.Job.inspect:type_name -> docrender.jobs.v1.InspectJob
+	19, // 24: docrender.jobs.v1.Job.slice:type_name -> docrender.jobs.v1.SliceJob
+	14, // 25: docrender.jobs.v1.SliceJob.render:type_name -> docrender.jobs.v1.RenderJob
+	29, // 26: docrender.jobs.v1.InspectReport.page_sizes:type_name -> docrender.jobs.v1.InspectReport.PageSize
+	32, // 27: docrender.jobs.v1.InspectReport.metadata:type_name -> docrender.jobs.v1.InspectReport.MetadataEntry
+	30, // 28: docrender.jobs.v1.InspectReport.fonts:type_name -> docrender.jobs.v1.InspectReport.Font
+	31, // 29: docrender.jobs.v1.InspectReport.attachments:type_name -> docrender.jobs.v1.InspectReport.Attachment
+	33, // 30: docrender.jobs.v1.InspectReport.signatures:type_name -> docrender.jobs.v1.InspectReport.Signature
+	14, // 31: docrender.jobs.v1.BatchDocumentJob.render:type_name -> docrender.jobs.v1.RenderJob
+	25, // 32: docrender.jobs.v1.Report.failed_requests:type_name -> docrender.jobs.v1.FailedRequest
+	16, // 33: docrender.jobs.v1.Report.template_errors:type_name -> docrender.jobs.v1.TemplateError
+	1,  // 34: docrender.jobs.v1.Result.error_kind:type_name -> docrender.jobs.v1.ErrorKind
+	26, // 35: docrender.jobs.v1.Result.report:type_name -> docrender.jobs.v1.Report
+	21, // 36: docrender.jobs.v1.Result.inspect:type_name -> docrender.jobs.v1.InspectReport
+	37, // [37:37] is the sub-list for method output_type
+	37, // [37:37] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_jobs_proto_init() }
@@ -3163,6 +3283,7 @@ func file_jobs_proto_init() {
 		(*Job_Zip)(nil),
 		(*Job_BatchDocument)(nil),
 		(*Job_Inspect)(nil),
+		(*Job_Slice)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3170,7 +3291,7 @@ func file_jobs_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jobs_proto_rawDesc), len(file_jobs_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   31,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

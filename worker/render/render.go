@@ -53,6 +53,8 @@ type Renderer struct {
 	// (split.go); 0: never. SplitSlots is how many slices print at once
 	// (the worker's render slots).
 	SplitPages, SplitSlots int
+	// SlicePages bounds the estimated pages of one slice; 0: slicePages.
+	SlicePages int
 }
 
 func (r *Renderer) log() *slog.Logger {
@@ -101,6 +103,21 @@ func (r *Renderer) Render(ctx context.Context, b egress.Bundle, rj *jobspb.Rende
 // place rather than write a document anew (warm.go), when both have no
 // scripts and the same head. An empty key is Render.
 func (r *Renderer) RenderWarm(ctx context.Context, b egress.Bundle, rj *jobspb.RenderJob, timeout time.Duration, key string) (Output, error) {
+	return r.RenderWith(ctx, b, rj, timeout, Options{Warm: key})
+}
+
+// Options are what a render may use beyond the job itself.
+type Options struct {
+	// Warm is RenderWarm's key.
+	Warm string
+	// Farm shares the job's slices with other workers when it is printed
+	// in slices (farm.go); nil: this worker's tabs print them.
+	Farm SliceFarm
+}
+
+// RenderWith is RenderWarm with opts.
+func (r *Renderer) RenderWith(ctx context.Context, b egress.Bundle, rj *jobspb.RenderJob, timeout time.Duration, opts Options) (Output, error) {
+	key := opts.Warm
 	entry, page, pr := rj.GetEntry(), rj.GetPage(), rj.GetPrint()
 	html, static := withoutScripts(b, entry)
 	// noScripts: a page without scripts, written or (too large to be
@@ -232,7 +249,7 @@ func (r *Renderer) RenderWarm(ctx context.Context, b egress.Bundle, rj *jobspb.R
 				return err
 			}
 			if pr.GetSplit() == jobspb.Split_SPLIT_ON || estimate > float64(r.SplitPages) {
-				slices = sliceCount(estimate, r.SplitSlots)
+				slices = sliceCount(estimate, r.SplitSlots, r.SlicePages)
 			}
 		}
 		release, err := preloadFonts(p, margins.fonts)
@@ -252,8 +269,8 @@ func (r *Renderer) RenderWarm(ctx context.Context, b egress.Bundle, rj *jobspb.R
 		split := false
 		if slices > 0 {
 			var n int
-			out, n, err = r.printSplit(ctx, t, site, slices, splitJob{bundle: b, entry: entry, req: req, fonts: margins.fonts,
-				outline: pr.GetOutline(), maxPages: int(rj.GetMaxPages())})
+			out, n, err = r.printSplit(ctx, t, site, slices, splitJob{bundle: b, entry: entry, rj: rj, req: req, fonts: margins.fonts,
+				outline: pr.GetOutline(), maxPages: int(rj.GetMaxPages()), farm: opts.Farm})
 			if errors.Is(err, errUnsplittable) {
 				r.log().DebugContext(ctx, "split: the page cannot be cut; printed in one piece", "slices_asked", slices)
 				err = nil

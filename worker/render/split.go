@@ -7,10 +7,9 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/docrender/docrender/proto/jobspb"
 	"github.com/docrender/docrender/worker/browser"
 	"github.com/docrender/docrender/worker/egress"
 	"github.com/docrender/docrender/worker/pdfedit"
@@ -192,8 +191,11 @@ const slicePages = 400
 // per render slot (every slice costs a load and a print of its own, so
 // more slices than can print at once cost more than they save, measured),
 // more when a slice would pass slicePages; at least two.
-func sliceCount(estimate float64, slots int) int {
-	k := max(slots, int(math.Ceil(estimate/slicePages)), 2)
+func sliceCount(estimate float64, slots, perSlice int) int {
+	if perSlice <= 0 {
+		perSlice = slicePages
+	}
+	k := max(slots, int(math.Ceil(estimate/float64(perSlice))), 2)
 	return min(k, maxSlices)
 }
 
@@ -201,10 +203,23 @@ func sliceCount(estimate float64, slots int) int {
 type splitJob struct {
 	bundle   egress.Bundle
 	entry    string
+	rj       *jobspb.RenderJob
 	req      printParams
 	fonts    []string // the header's and footer's web fonts
 	outline  bool
 	maxPages int
+	// farm shares the slices with other workers (farm.go); nil: this
+	// worker's tabs print them all.
+	farm SliceFarm
+}
+
+// sliceRequest is how the slices of a page printed as req are printed:
+// without the header and footer (printed once as bands) and without an
+// outline (the joined one is built from the headings).
+func sliceRequest(req printParams) printParams {
+	req.DisplayHeaderFooter, req.HeaderTemplate, req.FooterTemplate = false, "", ""
+	req.GenerateDocumentOutline = false
+	return req
 }
 
 // printSplit prints the page loaded in t (the job's written page at site)
@@ -219,9 +234,7 @@ func (r *Renderer) printSplit(ctx context.Context, t *browser.Tab, site egress.S
 	if plan == nil || len(plan.Slices) < 2 {
 		return nil, 0, errUnsplittable
 	}
-	req := job.req
-	req.DisplayHeaderFooter, req.HeaderTemplate, req.FooterTemplate = false, "", ""
-	req.GenerateDocumentOutline = false // the joined outline is built from plan.Headings
+	req := sliceRequest(job.req)
 	planned := time.Since(start)
 	parts, err := r.printSlices(ctx, t, plan.Slices, job, req)
 	if err != nil {
@@ -270,74 +283,6 @@ func (r *Renderer) printSplit(ctx context.Context, t *browser.Tab, site egress.S
 	return out.Bytes(), len(plan.Slices), nil
 }
 
-// printSlices prints slices as req says: t (the job's tab) takes them one
-// after another, and a tab of the pool that comes free takes the next one
-// waiting, at most SplitSlots tabs at once (the pool keeps two tabs a
-// slot: the other jobs of the worker keep theirs, DESIGN §5). The job
-// never waits for a tab it needs: with no tab to spare, t prints them all.
-func (r *Renderer) printSlices(ctx context.Context, t *browser.Tab, slices []string, job splitJob, req printParams) ([][]byte, error) {
-	parts := make([][]byte, len(slices))
-	errs := make([]error, len(slices))
-	var next atomic.Int32
-	var left sync.WaitGroup // slices not printed yet
-	left.Add(len(slices))
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	// take hands out the next slice, -1 when none is left.
-	take := func() int {
-		if i := int(next.Add(1)) - 1; i < len(slices) {
-			return i
-		}
-		return -1
-	}
-	// printOne prints slice i in tab; a panic is slice i's error, never
-	// the process's (the helpers run outside the queue's recover).
-	printOne := func(tab *browser.Tab, i int) {
-		defer left.Done()
-		defer func() {
-			if p := recover(); p != nil {
-				errs[i] = fmt.Errorf("%w: slice %d: panic: %v", ErrPage, i+1, p)
-			}
-			if errs[i] != nil {
-				cancel()
-			}
-		}()
-		parts[i], errs[i] = printSlice(ctx, tab, job, slices[i], req)
-	}
-	print := func(tab *browser.Tab) {
-		for i := take(); i >= 0; i = take() {
-			printOne(tab, i)
-		}
-	}
-	// Helpers wait for a tab until every slice is printed (waiting ends
-	// then: the slices' ctx is only cancelled after the last).
-	waitCtx, stopWaiting := context.WithCancel(ctx)
-	var helpers sync.WaitGroup
-	for range min(len(slices), max(r.SplitSlots, 2)) - 1 {
-		helpers.Go(func() {
-			defer func() {
-				// The pool's own panic (a slice's is printOne's): logged, the
-				// slices go on in the other tabs.
-				if p := recover(); p != nil {
-					r.log().ErrorContext(ctx, "split: waiting for a tab panicked", "panic", p)
-				}
-			}()
-			_ = r.Pool.TabFor(waitCtx, "", func(st *browser.Tab) error {
-				print(st)
-				return nil
-			})
-		})
-	}
-	print(t)
-	left.Wait()
-	stopWaiting()
-	helpers.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return parts, nil
-}
-
 // printSlice serves a slice as the job's entry file, with the job's other
 // files, to t's lane, loads it (written into the tab, or navigated to when
 // too large to be written or the tab navigated already: a slice has no
@@ -354,6 +299,12 @@ func printSlice(ctx context.Context, t *browser.Tab, job splitJob, html string, 
 	written := len(html) <= maxWrittenHTML && !t.Scripted()
 	site, unserve := lane.Serve(b, written)
 	defer unserve()
+	if job.rj.GetPrint().GetMediaScreen() {
+		// Another tab than the job's has the print media type still.
+		if err := t.EmulateMedia("screen"); err != nil {
+			return nil, fmt.Errorf("%w: media: %v", ErrPage, err)
+		}
+	}
 	var matched []bool
 	if written {
 		if err := t.Open(site.HomeURL(job.entry), html, loadedJS, &matched, []string{}); err != nil {

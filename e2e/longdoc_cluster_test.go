@@ -1,0 +1,130 @@
+package e2e
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSplitAcrossWorkers (DESIGN §10 scaled out, issue 24 item 3): two
+// worker processes of one render slot each, on the machine's NATS and
+// Redis. A long document's slices go through JetStream to the worker that
+// did not take the job, and the joined PDF reads as the print in one
+// piece. Then the helping worker is killed while it prints a slice: its
+// claim lapses, the job's own tab prints that slice, and the document
+// comes back whole.
+func TestSplitAcrossWorkers(t *testing.T) {
+	ns := namespace(t)
+	data := t.TempDir()
+	gwBin, _ := binaries(t)
+	addr := freePort(t)
+	url := "http://" + addr
+	// The job's time covers the takeover of a killed worker's slice.
+	gw := startProc(t, gwBin, splitEnv(ns, data, map[string]string{"DOCRENDER_ADDR": addr, "DOCRENDER_BASE_URL": url, "DOCRENDER_RENDER_TIMEOUT": "60s"}))
+	waitReady(t, url, gw)
+	// Each slice waits for a slow image, so a kill lands mid-slice.
+	slow, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(time.Second)
+		w.Header().Set("Content-Type", "image/svg+xml")
+		fmt.Fprint(w, `<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"/>`)
+	})}
+	go srv.Serve(slow)
+	defer srv.Close()
+	env := splitEnv(ns, data, map[string]string{
+		"DOCRENDER_WORKERS":            "1",
+		"DOCRENDER_SPLIT_PAGES":        "4",
+		"DOCRENDER_SLICE_PAGES":        "4",
+		"DOCRENDER_RENDER_TIMEOUT":     "60s",
+		"DOCRENDER_RENDER_ALLOW_HOSTS": slow.Addr().String(),
+	})
+	workers, _ := startSplitWorkers(t, 2, env)
+	c := newClient(t, &service{URL: url})
+	const sections = 24
+	html := splitLedger(sections)
+	get := func(html string, split bool) ([]byte, string) {
+		resp := c.generate([]file{htmlFile("index.html", html)}, map[string]any{"split": split})
+		mustStatus(t, resp, http.StatusOK)
+		return readAll(t, resp), resp.Header.Get("Docrender-Render-Report")
+	}
+	whole, _ := get(html, false)
+	split, report := get(html, true)
+	if !strings.Contains(report, "slices=") {
+		t.Fatalf("report %q, want slices", report)
+	}
+	n := pdfInfoFields(t, whole, "")["Pages"]
+	if got := pdfInfoFields(t, split, "")["Pages"]; got != n {
+		t.Errorf("split: %s pages, in one piece %s", got, n)
+	}
+	ledgerInOrder(t, split, sections)
+	helped := 0
+	for _, w := range workers {
+		helped += strings.Count(w.out.String(), `"msg":"slice printed"`)
+	}
+	if helped == 0 {
+		t.Fatalf("no worker printed a slice of another's job (report %q)", report)
+	}
+	t.Logf("%s; %d slices printed by the other worker", report, helped)
+
+	// The kill: whichever worker starts printing a slice of the other's job.
+	withImages := strings.ReplaceAll(html, `</h2>`, fmt.Sprintf(`</h2><img src="http://%s/i.svg">`, slow.Addr()))
+	killed := make(chan int, 1)
+	go func() {
+		deadline := time.Now().Add(60 * time.Second)
+		for time.Now().Before(deadline) {
+			for i, w := range workers {
+				if strings.Count(w.out.String(), `"msg":"printing slice"`) > strings.Count(w.out.String(), `"msg":"slice printed"`)+
+					strings.Count(w.out.String(), `"msg":"slice not printed here`) {
+					_ = w.cmd.Process.Kill()
+					killed <- i
+					return
+				}
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		killed <- -1
+	}()
+	pdf, report := get(withImages, true)
+	k := <-killed
+	if k < 0 {
+		t.Fatal("no worker took a slice of the other's job to be killed in")
+	}
+	if got := pdfInfoFields(t, pdf, "")["Pages"]; got != n {
+		t.Errorf("after the kill: %s pages, want %s (report %q)", got, n, report)
+	}
+	ledgerInOrder(t, pdf, sections)
+	if other := workers[1-k].out.String(); !strings.Contains(other, "split: printing a slice nobody holds") {
+		t.Errorf("the job's worker did not take over the killed worker's slice")
+	}
+}
+
+// ledgerInOrder checks that every row of a splitLedger is in pdf once and
+// in order.
+func ledgerInOrder(t testing.TB, pdf []byte, sections int) {
+	t.Helper()
+	var rows []string
+	for _, w := range strings.Fields(text(t, pdf)) {
+		if rowRe.MatchString(w) {
+			rows = append(rows, w)
+		}
+	}
+	var want []string
+	for s := 1; s <= sections; s++ {
+		for r := 1; r <= 80; r++ {
+			want = append(want, fmt.Sprintf("S%dR%d", s, r))
+		}
+	}
+	if !slices.Equal(rows, want) {
+		t.Fatalf("%d rows, want %d once each and in order", len(rows), len(want))
+	}
+}
+
+var rowRe = regexp.MustCompile(`^S\d+R\d+$`)

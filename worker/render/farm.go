@@ -1,0 +1,290 @@
+package render
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/docrender/docrender/proto/jobspb"
+	"github.com/docrender/docrender/worker/browser"
+	"github.com/docrender/docrender/worker/egress"
+)
+
+// Slices on several workers (DESIGN §10: "on several workers when scaled
+// out"). A SliceFarm offers a job's slices to the queue, where any worker's
+// free render slot takes one as it takes a batch document (in the
+// account's lane: fair scheduling holds), and keeps who prints which. The
+// job's own tab prints slices too, from the last one back while the queue
+// hands them out from the first, then waits for the rest: a slice nobody
+// holds (its printer died, or no slot was free to take it) is printed by
+// the job itself. So the job never waits on a slot it cannot get, and a
+// worker killed mid-slice loses nothing.
+
+// Slice is one slice of a split job.
+type Slice struct {
+	Index int
+	// Key names the slice under its job: the same content gets the same
+	// key, so a job tried again finds the slices printed for its last try.
+	Key  string
+	HTML string
+}
+
+// SliceFarm shares one job's slices with the render slots of every worker.
+type SliceFarm interface {
+	// Offer queues slices for other slots. An error leaves them to the
+	// job's own tab.
+	Offer(ctx context.Context, slices []Slice, rj *jobspb.RenderJob, deadline time.Time) error
+	// Claim takes s for the caller to print, and keeps it taken until
+	// Finish or Release; false: another printer holds it or printed it.
+	Claim(ctx context.Context, s Slice) (bool, error)
+	// Finish stores the PDF of a claimed slice.
+	Finish(ctx context.Context, s Slice, pdf []byte) error
+	// Release gives up a claimed slice that could not be printed.
+	Release(ctx context.Context, s Slice)
+	// Result is s's PDF once printed. nil and free: nobody holds s (its
+	// printer is gone): claim it and print it here; nil, not free: it is
+	// being printed.
+	Result(ctx context.Context, s Slice) (pdf []byte, free bool, err error)
+	// Close forgets the job's slices and their files.
+	Close(ctx context.Context)
+}
+
+// sliceKey names slice i of content html.
+func sliceKey(i int, html string) string {
+	h := sha256.Sum256([]byte(html))
+	return fmt.Sprintf("%03d-%s", i, hex.EncodeToString(h[:8]))
+}
+
+// farmPoll is how often the job looks for the slices others print.
+const farmPoll = 100 * time.Millisecond
+
+// printSlices prints each slice once, by whichever printer claims it
+// first: t (the job's tab), the tabs of the pool that come free (at most
+// SplitSlots at once: the pool keeps two a slot, so the worker's other
+// jobs keep theirs, DESIGN §5) and, with a farm, the slots of other
+// workers through the queue. This worker's tabs take the slices from the
+// last one back (the queue hands them out from the first); when none is
+// left unclaimed, t waits for the others' and prints any whose printer is
+// gone. The job never waits for a tab it needs, and a panic in any tab is
+// that slice's error.
+func (r *Renderer) printSlices(ctx context.Context, t *browser.Tab, htmls []string, job splitJob, req printParams) ([][]byte, error) {
+	farm := job.farm
+	if farm == nil {
+		farm = newLocalFarm()
+	}
+	slices := make([]Slice, len(htmls))
+	for i, h := range htmls {
+		slices[i] = Slice{Index: i, Key: sliceKey(i, h), HTML: h}
+	}
+	defer farm.Close(context.WithoutCancel(ctx))
+	deadline, _ := ctx.Deadline()
+	if err := farm.Offer(ctx, slices, job.rj, deadline); err != nil {
+		// Nobody else prints them: this worker's tabs do.
+		r.log().WarnContext(ctx, "split: slices not offered to other workers", "err", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu    sync.Mutex
+		parts = make([][]byte, len(slices))
+		first error // the first failure, which stops every printer
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if first == nil {
+			first = err
+		}
+		mu.Unlock()
+		cancel()
+	}
+	printed := func(i int) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return parts[i] != nil
+	}
+	// printHere claims s and prints it in tab, unless another printer has it.
+	printHere := func(tab *browser.Tab, s Slice) (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("%w: slice %d: panic: %v", ErrPage, s.Index+1, p)
+			}
+		}()
+		ok, err := farm.Claim(ctx, s)
+		if err != nil || !ok {
+			return err
+		}
+		pdf, err := printSlice(ctx, tab, job, s.HTML, req)
+		if err != nil {
+			farm.Release(context.WithoutCancel(ctx), s)
+			return fmt.Errorf("slice %d: %w", s.Index+1, err)
+		}
+		mu.Lock()
+		parts[s.Index] = pdf
+		mu.Unlock()
+		return farm.Finish(ctx, s, pdf)
+	}
+	walk := func(tab *browser.Tab) error {
+		for i := len(slices) - 1; i >= 0 && ctx.Err() == nil; i-- {
+			if !printed(i) {
+				if err := printHere(tab, slices[i]); err != nil {
+					return err
+				}
+			}
+		}
+		return ctx.Err()
+	}
+	// Helpers wait for a tab until the job's tab is done (waiting ends then).
+	waitCtx, stopWaiting := context.WithCancel(ctx)
+	var helpers sync.WaitGroup
+	for range min(len(slices), max(r.SplitSlots, 2)) - 1 {
+		helpers.Go(func() {
+			defer func() {
+				// The pool's own panic (a slice's is printHere's): logged, the
+				// slices go on in the other tabs.
+				if p := recover(); p != nil {
+					r.log().ErrorContext(ctx, "split: waiting for a tab panicked", "panic", p)
+				}
+			}()
+			_ = r.Pool.TabFor(waitCtx, "", func(st *browser.Tab) error {
+				if err := walk(st); err != nil {
+					fail(err)
+				}
+				return nil
+			})
+		})
+	}
+	if err := walk(t); err != nil {
+		fail(err)
+	} else if err := r.collect(ctx, farm, slices, printed, func(s Slice) error { return printHere(t, s) }, func(i int, pdf []byte) {
+		mu.Lock()
+		parts[i] = pdf
+		mu.Unlock()
+	}); err != nil {
+		fail(err)
+	}
+	stopWaiting()
+	helpers.Wait()
+	if first != nil {
+		return nil, first
+	}
+	return parts, nil
+}
+
+// collect waits for the slices printed elsewhere, keeps each with keep,
+// and prints with here any whose printer is gone.
+func (r *Renderer) collect(ctx context.Context, farm SliceFarm, slices []Slice, printed func(int) bool, here func(Slice) error, keep func(int, []byte)) error {
+	for {
+		waiting := 0
+		for i, s := range slices {
+			if printed(i) {
+				continue
+			}
+			pdf, free, err := farm.Result(ctx, s)
+			switch {
+			case err != nil:
+				return fmt.Errorf("%w: slice %d: %v", ErrPage, i+1, err)
+			case pdf != nil:
+				keep(i, pdf)
+			case free:
+				// Never taken, or its printer is gone (its claim lapsed).
+				r.log().InfoContext(ctx, "split: printing a slice nobody holds", "slice", i+1)
+				if err := here(s); err != nil {
+					return err
+				}
+				if !printed(i) {
+					waiting++ // taken by another in between
+				}
+			default:
+				waiting++
+			}
+		}
+		if waiting == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: waiting for %d slices printed elsewhere", ctx.Err(), waiting)
+		case <-time.After(farmPoll):
+		}
+	}
+}
+
+// localFarm is the farm of a worker alone: its tabs claim the slices in
+// memory, and nobody else prints them.
+type localFarm struct {
+	mu      sync.Mutex
+	claimed map[string]bool
+	done    map[string][]byte
+}
+
+func newLocalFarm() *localFarm {
+	return &localFarm{claimed: map[string]bool{}, done: map[string][]byte{}}
+}
+
+func (*localFarm) Offer(context.Context, []Slice, *jobspb.RenderJob, time.Time) error { return nil }
+
+func (f *localFarm) Claim(_ context.Context, s Slice) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.claimed[s.Key] {
+		return false, nil
+	}
+	f.claimed[s.Key] = true
+	return true, nil
+}
+
+func (f *localFarm) Finish(_ context.Context, s Slice, pdf []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.done[s.Key] = pdf
+	return nil
+}
+
+func (f *localFarm) Release(_ context.Context, s Slice) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.claimed, s.Key)
+}
+
+func (f *localFarm) Result(_ context.Context, s Slice) ([]byte, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.done[s.Key], !f.claimed[s.Key], nil
+}
+
+func (*localFarm) Close(context.Context) {}
+
+// ErrSliceLate is a slice taken after its job stopped waiting for it.
+var ErrSliceLate = errors.New("render: the slice's job stopped waiting")
+
+// PrintSlice prints one slice of rj's document, the HTML of a SliceJob, in
+// a tab of the pool: the job's files with html as its entry file, printed
+// as the job's slices are (no header and footer, no outline).
+func (r *Renderer) PrintSlice(ctx context.Context, b egress.Bundle, rj *jobspb.RenderJob, html string, deadline time.Time) ([]byte, error) {
+	if !deadline.IsZero() {
+		if time.Until(deadline) <= 0 {
+			return nil, ErrSliceLate
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
+	margins, err := marginTemplates(b, rj.GetPage(), rj.GetPrint())
+	if err != nil {
+		return nil, err
+	}
+	req := sliceRequest(printRequest(rj.GetPage(), rj.GetPrint(), margins))
+	req.maxBytes = r.MaxOutputBytes
+	job := splitJob{bundle: b, entry: rj.GetEntry(), rj: rj}
+	var pdf []byte
+	err = r.Pool.TabFor(ctx, "", func(t *browser.Tab) error {
+		var err error
+		pdf, err = printSlice(ctx, t, job, html, req)
+		return err
+	})
+	return pdf, err
+}
