@@ -44,26 +44,44 @@ func main() {
 	pages := flag.Int("pages", 1000, "the ledger's length in pages (about)")
 	onlyTagged := flag.Bool("tagged-only", false, "only the tagged rows")
 	onlySplit := flag.Bool("split-only", false, "only the prints in slices")
+	gateway := flag.String("gateway", "", "a running scaled-out service's gateway URL (scripts/cluster-up) instead of an embedded one")
+	pids := flag.String("pids", "", "with -gateway: the worker processes whose memory to sample, space-separated")
+	label := flag.String("label", "", "with -gateway: what the slices are printed by (\"2 workers\")")
 	flag.Parse()
-	svc, cfg, stop, err := benchapi.Embedded(map[string]string{
-		"DOCRENDER_PLAN_HOBBY_MAX_PAGES": "100000", "DOCRENDER_RENDER_TIMEOUT": "900s",
-		"DOCRENDER_MAX_OUTPUT_BYTES": "2147483647", "DOCRENDER_MAX_UPLOAD_BYTES": "209715200",
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench longdoc:", err)
-		os.Exit(1)
+	base, slots := *gateway, *label
+	if base == "" {
+		svc, cfg, stop, err := benchapi.Embedded(map[string]string{
+			"DOCRENDER_PLAN_HOBBY_MAX_PAGES": "100000", "DOCRENDER_RENDER_TIMEOUT": "900s",
+			"DOCRENDER_MAX_OUTPUT_BYTES": "2147483647", "DOCRENDER_MAX_UPLOAD_BYTES": "209715200",
+		})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench longdoc:", err)
+			os.Exit(1)
+		}
+		defer stop()
+		base, slots = "http://"+svc.App.Addr(), fmt.Sprintf("%d slots", cfg.Workers)
+		fmt.Printf("docrender bench longdoc: one embedded service (DOCRENDER_WORKERS=%d, DOCRENDER_SPLIT_PAGES=%d)\n", cfg.Workers, cfg.SplitPages)
+	} else {
+		fmt.Printf("docrender bench longdoc: the scaled-out service at %s (%s)\n", base, slots)
 	}
-	defer stop()
-	api, err := benchapi.New("http://" + svc.App.Addr())
+	var procs []int
+	for _, f := range strings.Fields(*pids) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			procs = append(procs, pid)
+		}
+	}
+	if len(procs) == 0 {
+		procs = []int{os.Getpid()}
+	}
+	api, err := benchapi.New(base)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench longdoc:", err)
 		os.Exit(1)
 	}
 	html := ledger(*pages)
 	footer := `"headerTemplate":"<span></span>","footerTemplate":"<div style=\"font-size:8px;margin:auto\">Page <span class=\"pageNumber\"></span> of <span class=\"totalPages\"></span></div>"`
-	fmt.Printf("docrender bench longdoc: a ledger of ~%d pages with a \"Page i of n\" footer, one embedded service (DOCRENDER_WORKERS=%d, DOCRENDER_SPLIT_PAGES=%d), c=1\n",
-		*pages, cfg.Workers, cfg.SplitPages)
-	fmt.Printf("%-9s %-28s | %9s %6s %8s | %-13s | %s\n", "tagged", "printed", "seconds", "pages", "MB", "vs one piece", "peak RSS MiB: service + Chromium")
+	fmt.Printf("a ledger of ~%d pages with a \"Page i of n\" footer, c=1\n", *pages)
+	fmt.Printf("%-9s %-28s | %9s %6s %8s | %-13s | %s\n", "tagged", "printed", "seconds", "pages", "MB", "vs one piece", "peak RSS MiB: service (workers) + Chromium")
 	for _, tagged := range []bool{true, false} {
 		if !tagged && *onlyTagged {
 			continue
@@ -75,14 +93,14 @@ func main() {
 			}
 			opts := fmt.Sprintf(`{"split":%v,"tagged":%v,%s}`, split, tagged, footer)
 			runtime.GC()
-			stopPeak := peakRSS()
+			stopPeak := peakRSS(procs)
 			start := time.Now()
 			pdf, err := api.GenerateWith(html, opts)
 			took := time.Since(start)
 			self, browser := stopPeak()
 			name := "in one piece (1 slot)"
 			if split {
-				name = fmt.Sprintf("in slices (%d slots)", cfg.Workers)
+				name = fmt.Sprintf("in slices (%s)", slots)
 			}
 			if err != nil {
 				fmt.Printf("%-9v %-28s | failed: %v\n", tagged, name, err)
@@ -99,10 +117,10 @@ func main() {
 	}
 }
 
-// peakRSS samples the resident memory of this process (the embedded
-// service) and of every Chromium process until the returned function is
-// called, which gives the peaks in bytes.
-func peakRSS() func() (self, browser int64) {
+// peakRSS samples the resident memory of procs (this process: the
+// embedded service; or the workers) and of every Chromium process until
+// the returned function is called, which gives the peaks in bytes.
+func peakRSS(procs []int) func() (self, browser int64) {
 	var maxSelf, maxBrowser int64 // the sampler's; read after it stopped
 	done := make(chan struct{})
 	stopped := make(chan struct{})
@@ -111,7 +129,11 @@ func peakRSS() func() (self, browser int64) {
 		t := time.NewTicker(100 * time.Millisecond)
 		defer t.Stop()
 		for {
-			s, b := rssOf(os.Getpid()), chromiumRSS()
+			var s int64
+			for _, p := range procs {
+				s += rssOf(p)
+			}
+			b := chromiumRSS()
 			maxSelf, maxBrowser = max(maxSelf, s), max(maxBrowser, b)
 			select {
 			case <-done:
