@@ -7,6 +7,7 @@ import (
 	"image"
 	"image/jpeg"
 	"image/png"
+	"math"
 
 	"github.com/gen2brain/webp"
 	gopdfium "github.com/klippa-app/go-pdfium"
@@ -59,18 +60,12 @@ func (e *Engine) Images(ctx context.Context, pdf []byte, pages []int, format str
 	return out, nil
 }
 
-// PixelSize is the size in pixels PDFium renders a page of w×h points at:
-// each side rounded up, as go-pdfium and pdftoppm do.
-func PixelSize(w, h float64, dpi int) (int, int) {
-	return ceil(w * float64(dpi) / 72), ceil(h * float64(dpi) / 72)
-}
-
-func ceil(f float64) int {
-	i := int(f)
-	if float64(i) < f {
-		i++
-	}
-	return i
+// pixelSize is the size in pixels of a page of w×h points at dpi: each side
+// rounded up, as pdftoppm does. Multiplied before divided, and a hair taken
+// off before rounding up, so that 792 pt at 150 dpi is 1650 pixels, not
+// 1651 (go-pdfium's own DPI rendering rounds 1650.0000000002 up).
+func pixelSize(w, h float64, dpi int) (int, int) {
+	return int(math.Ceil(w*float64(dpi)/72 - 1e-6)), int(math.Ceil(h*float64(dpi)/72 - 1e-6))
 }
 
 func (e *Engine) pageImage(in gopdfium.Pdfium, doc references.FPDF_DOCUMENT, i, dpi int, enc func(*bytes.Buffer, image.Image) error) ([]byte, error) {
@@ -88,9 +83,11 @@ func (e *Engine) pageImage(in gopdfium.Pdfium, doc references.FPDF_DOCUMENT, i, 
 		return nil, badInput("dpi", "page %d is %.0f×%.0f points: at %d dpi it would be %.0f megapixels, more than the %d allowed; ask for a lower dpi",
 			i+1, size.Width, size.Height, dpi, px/1e6, e.cfg.MaxPixels/1_000_000)
 	}
-	r, err := in.RenderPageInDPI(&requests.RenderPageInDPI{
+	w, h := pixelSize(size.Width, size.Height, dpi)
+	r, err := in.RenderPageInPixels(&requests.RenderPageInPixels{
 		Page:        page,
-		DPI:         dpi,
+		Width:       max(w, 1),
+		Height:      max(h, 1),
 		RenderFlags: enums.FPDF_RENDER_FLAG_ANNOT,
 		// Form fields drawn as a viewer (and pdftoppm) shows them.
 		RenderForm: true,
