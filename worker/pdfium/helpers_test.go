@@ -62,6 +62,19 @@ func textPDF(width, height float64, pages ...[]string) []byte {
 	return buildPDF(objs...)
 }
 
+// transparentPDF's page has a transparency group and a half-transparent
+// black square (the PDFium of go-pdfium v1.21.4 reports no transparency for it and renders
+// it on white; TestOnWhite covers the pages where it does not).
+func transparentPDF() []byte {
+	return buildPDF(
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Group << /S /Transparency /CS /DeviceRGB >> /Resources << /ExtGState << /G 5 0 R >> >> /Contents 4 0 R >>",
+		stream("", "/G gs 0 g 100 100 200 200 re f"),
+		"<< /Type /ExtGState /ca 0.5 >>",
+	)
+}
+
 // manyPagesPDF has n empty pages, all in one Kids array.
 func manyPagesPDF(n int) []byte {
 	objs := make([]string, 2, n+2)

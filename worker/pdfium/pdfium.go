@@ -112,6 +112,9 @@ type Engine struct {
 // instance 3.6 ms and about 18 MiB of Go heap (its linear memory, which
 // grows with the documents it reads, up to MaxMemory).
 func New(ctx context.Context, cfg Config) (*Engine, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	cfg = cfg.withDefaults()
 	rc := wazero.NewRuntimeConfig().
 		// PDFium's setjmp/longjmp are lowered to wasm exceptions.

@@ -130,7 +130,8 @@ func TestImages(t *testing.T) {
 		{"jpeg 96", letter, nil, "jpeg", 96, 816, 1056},
 		{"webp 100", letter, nil, "webp", 100, 850, 1100},
 		{"odd size rounds up", odd, []int{2, 1}, "png", 300, 836, 418},
-		{"chromium transparency on white", readFile(t, "testdata/tagged.pdf"), nil, "jpeg", 72, 612, 792},
+		{"transparency on white", transparentPDF(), nil, "jpeg", 72, 612, 792},
+		{"chromium tagged", readFile(t, "testdata/tagged.pdf"), nil, "jpeg", 72, 612, 792},
 		{"chromium 2 pages", readFile(t, "../pdfedit/testdata/chromium.pdf"), nil, "png", 100, 850, 1100},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -163,6 +164,17 @@ func TestImages(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOnWhite: pixels PDFium leaves transparent are laid on white paper,
+// half-transparent ones blended, opaque ones kept.
+func TestOnWhite(t *testing.T) {
+	img := image.NewRGBA(image.Rect(0, 0, 3, 1))
+	copy(img.Pix, []uint8{0, 0, 0, 0, 255, 0, 0, 128, 10, 20, 30, 255})
+	onWhite(img)
+	if want := []uint8{255, 255, 255, 255, 255, 127, 127, 255, 10, 20, 30, 255}; !slices.Equal(img.Pix, want) {
+		t.Errorf("got %v, want %v", img.Pix, want)
 	}
 }
 
