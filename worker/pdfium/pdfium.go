@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"runtime/debug"
 	"strings"
 
@@ -29,14 +30,16 @@ import (
 // Defaults of Config. MaxMemory leaves room for a page at MaxPixels (4 bytes
 // a pixel, 200 MB) plus PDFium's own decoded images and fonts.
 const (
-	DefaultMaxMemory   = 1 << 30
-	DefaultMaxPages    = 2000
-	DefaultMaxPixels   = 50_000_000
-	DefaultMaxDPI      = 600
-	DefaultMaxOutput   = 512 << 20
-	wasmPageSize       = 64 << 10
-	maxWasmMemory      = 4 << 30 // wasm32 addresses at most 4 GiB.
-	defaultJPEGQuality = 90
+	DefaultMaxMemory = 1 << 30
+	DefaultMaxPages  = 2000
+	DefaultMaxPixels = 50_000_000
+	DefaultMaxDPI    = 600
+	DefaultMaxOutput = 512 << 20
+	// A fresh instance has about 18 MiB; most documents stay far below.
+	DefaultRecycleAbove = 256 << 20
+	wasmPageSize        = 64 << 10
+	maxWasmMemory       = 4 << 30 // wasm32 addresses at most 4 GiB.
+	defaultJPEGQuality  = 90
 )
 
 // Config sizes an Engine. Zero fields take the defaults above.
@@ -54,6 +57,10 @@ type Config struct {
 	MaxPixels int64
 	// MaxOutput bounds the bytes one call returns (text, or all images).
 	MaxOutput int64
+	// RecycleAbove: an instance whose linear memory grew past it is
+	// replaced after its call instead of kept. Wasm memory never shrinks, so
+	// without this each instance would keep the most any document took.
+	RecycleAbove int64
 	// CacheDir, when set, keeps wazero's compiled PDFium there: a worker
 	// that restarts on the same disk starts in a fraction of the compile
 	// time (BenchmarkNew).
@@ -76,6 +83,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxOutput <= 0 {
 		c.MaxOutput = DefaultMaxOutput
+	}
+	if c.RecycleAbove <= 0 {
+		c.RecycleAbove = DefaultRecycleAbove
 	}
 	return c
 }
@@ -210,6 +220,10 @@ func (e *Engine) run(ctx context.Context, pdf []byte, fn func(in gopdfium.Pdfium
 			err = classifyFailure(failed.err)
 			return
 		}
+		if memorySize(in) > uint64(e.cfg.RecycleAbove) {
+			_ = in.Kill()
+			return
+		}
 		// Close frees the document and every handle and returns the
 		// instance to the pool.
 		if cerr := in.Close(); cerr != nil && err == nil {
@@ -223,6 +237,27 @@ func (e *Engine) run(ctx context.Context, pdf []byte, fn func(in gopdfium.Pdfium
 		return openError(err)
 	}
 	return fn(in, opened.Document)
+}
+
+// memorySize is an instance's linear memory in bytes, read through
+// go-pdfium's implementation, whose types are internal (hence reflection:
+// its exported Module field, Module.Memory().Size()). 0 if that changed,
+// which TestRecycle catches.
+func memorySize(in gopdfium.Pdfium) (n uint64) {
+	defer func() {
+		if recover() != nil {
+			n = 0
+		}
+	}()
+	v := reflect.ValueOf(in.GetImplementation())
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	m := v.FieldByName("Module")
+	if !m.IsValid() || m.IsNil() {
+		return 0
+	}
+	return m.MethodByName("Memory").Call(nil)[0].MethodByName("Size").Call(nil)[0].Uint()
 }
 
 // openError says why PDFium refused a document, in the client's words.

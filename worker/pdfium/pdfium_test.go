@@ -439,6 +439,29 @@ func TestPanic(t *testing.T) {
 	}
 }
 
+// TestRecycle: an instance that grew past RecycleAbove on a document is
+// replaced by a fresh one (the pool's instances are all small after it).
+func TestRecycle(t *testing.T) {
+	e := engine(t)
+	if _, err := e.Text(context.Background(), bombPDF(80<<20), nil); err != nil {
+		t.Fatal(err)
+	}
+	var ins []gopdfium.Pdfium
+	for range e.cfg.Instances {
+		in, err := e.pool.GetInstanceWithContext(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ins = append(ins, in)
+	}
+	for _, in := range ins {
+		if n := memorySize(in); n < 1<<20 || n > 64<<20 {
+			t.Errorf("instance memory %d MiB: want a fresh one (memorySize reads 0 if go-pdfium changed)", n>>20)
+		}
+		in.Close()
+	}
+}
+
 // TestContext: a done context fails the call at once, a deadline stops a
 // long one mid-way (the instance is killed and replaced), and the next call
 // is served.
