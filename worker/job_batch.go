@@ -54,7 +54,11 @@ func (w *Worker) runWithWebhooks(ctx context.Context) error {
 			}
 		}()
 	}
-	err := w.q.Consume(ctx, w.cfg.Workers, w.Handle, w.settleDead)
+	slots := map[string]int{}
+	for _, kind := range w.cfg.Kinds() {
+		slots[kind] = w.cfg.Workers
+	}
+	err := w.q.ConsumeKinds(ctx, slots, w.Handle, w.settleDead)
 	wg.Wait()
 	return err
 }

@@ -61,13 +61,25 @@ type Worker struct {
 // the wait was a quarter of a job's time (docs/benchmarks.md, session 9).
 const tabsPerSlot = 2
 
-// New starts the egress proxy and Chromium. st is the state store shared
-// with the gateways (batch progress); nil disables batch jobs.
+// New starts the egress proxy and Chromium, for a worker that takes the
+// chromium kind (cfg.WorkerKinds). st is the state store shared with the
+// gateways (batch progress); nil disables batch jobs.
 func New(ctx context.Context, cfg config.Config, q *queue.Conn, blobs blob.Store, st state.Store, log *slog.Logger) (*Worker, error) {
 	// An identity that cannot be read stops the start, naming the file.
 	ids, err := sign.LoadDir(cfg.SigningDir)
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
+	}
+	w := &Worker{cfg: cfg, q: q, blobs: blobs, log: log, identities: ids, templates: newTemplateCache(templateCacheBytes)}
+	if cfg.TSAURL != "" {
+		// The operator's TSA, outside the page egress rules (DESIGN §2).
+		w.tsa = &sign.TSA{URL: cfg.TSAURL}
+	}
+	w.batch = newBatchSupport(st, w)
+	w.state = st
+	if !cfg.Takes(jobspb.KindChromium) {
+		// A pdf or office worker: no browser (DESIGN §1).
+		return w, nil
 	}
 	proxy, err := egress.Start(netguard.New(cfg.RenderAllowHosts), log)
 	if err != nil {
@@ -80,19 +92,12 @@ func New(ctx context.Context, cfg config.Config, q *queue.Conn, blobs blob.Store
 		proxy.Close()
 		return nil, fmt.Errorf("worker: %w", err)
 	}
-	w := &Worker{cfg: cfg, q: q, blobs: blobs, log: log, proxy: proxy, pool: pool, identities: ids,
-		templates: newTemplateCache(templateCacheBytes)}
-	if cfg.TSAURL != "" {
-		// The operator's TSA, outside the page egress rules (DESIGN §2).
-		w.tsa = &sign.TSA{URL: cfg.TSAURL}
-	}
+	w.proxy, w.pool = proxy, pool
 	w.renderer = &render.Renderer{Blobs: blobs, Pool: pool, Log: log, MaxOutputBytes: cfg.MaxOutputBytes, SplitPages: cfg.SplitPages, SplitSlots: cfg.Workers, SlicePages: cfg.SlicePages,
 		// Images without alternative text for the report (DESIGN §8), found
 		// before the QR codes fill in their data-qr images' src; inline QR
 		// codes (DESIGN §4.15), filled in before printing.
 		Hooks: []render.PageHook{render.Accessibility, render.QRCodes}}
-	w.batch = newBatchSupport(st, w)
-	w.state = st
 	return w, nil
 }
 
@@ -104,18 +109,33 @@ func (w *Worker) Instrument(m *metrics.Metrics) {
 	if w.batch != nil {
 		w.batch.batches.Instrument(m)
 	}
-	m.WatchBrowserRestarts(w.pool.Restarts)
-	m.WatchChromiumSandbox(w.pool.Sandboxed)
+	if w.pool != nil {
+		m.WatchBrowserRestarts(w.pool.Restarts)
+		m.WatchChromiumSandbox(w.pool.Sandboxed)
+	}
+	m.WatchKindDepths(jobspb.WorkerKinds(), w.q.KindDepths)
 	m.WatchQueueDepth(w.q.Depth)
 }
 
-// Ready says whether the worker can render: its browser answers.
-func (w *Worker) Ready(ctx context.Context) error { return w.pool.Ready(ctx) }
+// Ready says whether the worker can take its jobs: its browser answers
+// (a worker without the chromium kind has none to wait for).
+func (w *Worker) Ready(ctx context.Context) error {
+	if w.pool == nil {
+		return nil
+	}
+	return w.pool.Ready(ctx)
+}
 
 // Healthy fails once the browser has been gone too long (a restart mends it).
-func (w *Worker) Healthy() error { return w.pool.Healthy() }
+func (w *Worker) Healthy() error {
+	if w.pool == nil {
+		return nil
+	}
+	return w.pool.Healthy()
+}
 
-// Pool exposes the browser pool (readiness checks, tests).
+// Pool exposes the browser pool (readiness checks, tests); nil without
+// the chromium kind.
 func (w *Worker) Pool() *browser.Pool { return w.pool }
 
 // Run consumes jobs (and webhook deliveries) until ctx ends, then finishes
@@ -126,8 +146,10 @@ func (w *Worker) Run(ctx context.Context) error {
 
 // Close stops Chromium and the proxy.
 func (w *Worker) Close() {
-	w.pool.Close()
-	w.proxy.Close()
+	if w.pool != nil {
+		w.pool.Close()
+		w.proxy.Close()
+	}
 }
 
 func failure(kind jobspb.ErrorKind, msg string) *jobspb.Result {
@@ -144,6 +166,10 @@ func (w *Worker) Handle(ctx context.Context, job *jobspb.Job, d queue.Delivery) 
 	var res *jobspb.Result
 	var err error
 	defer func() { done(outcome(ctx, res, err)) }()
+	if kind := job.WorkerKind(); !w.cfg.Takes(kind) {
+		// Never routed here (each kind has its subjects): a bug, not the client's.
+		return nil, fmt.Errorf("worker: a %s job on a worker of kinds %v", kind, w.cfg.Kinds())
+	}
 	switch k := job.Kind.(type) {
 	case *jobspb.Job_Render:
 		res, err = w.handleRender(ctx, job, k.Render)

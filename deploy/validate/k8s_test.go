@@ -68,8 +68,8 @@ func TestManifestsAreValid(t *testing.T) {
 			}
 		}
 	}
-	want := map[string]int{"Namespace": 1, "ConfigMap": 1, "Secret": 1, "Deployment": 2, "Service": 1,
-		"ScaledObject": 1, "HorizontalPodAutoscaler": 1, "PodDisruptionBudget": 1}
+	want := map[string]int{"Namespace": 1, "ConfigMap": 1, "Secret": 1, "Deployment": 3, "Service": 1,
+		"ScaledObject": 2, "HorizontalPodAutoscaler": 1, "PodDisruptionBudget": 1}
 	for kind, n := range want {
 		if kinds[kind] != n {
 			t.Errorf("%d valid %s objects, want %d (all: %v)", kinds[kind], kind, n, kinds)
@@ -219,9 +219,9 @@ func container(t *testing.T, d object) object {
 // references that resolve, non-root pods.
 func TestManifestsFitTogether(t *testing.T) {
 	objs := objects(t)
-	gw, wk := objs["Deployment/docrender-gateway"], objs["Deployment/docrender-worker"]
-	svc, so := objs["Service/docrender-gateway"], objs["ScaledObject/docrender-worker"]
-	if gw == nil || wk == nil || svc == nil || so == nil {
+	gw, wk, wkPDF := objs["Deployment/docrender-gateway"], objs["Deployment/docrender-worker"], objs["Deployment/docrender-worker-pdf"]
+	svc := objs["Service/docrender-gateway"]
+	if gw == nil || wk == nil || wkPDF == nil || svc == nil {
 		t.Fatalf("missing objects; have %v", keys(objs))
 	}
 	for _, tc := range []struct {
@@ -231,6 +231,7 @@ func TestManifestsFitTogether(t *testing.T) {
 	}{
 		{gw, 8080, "http", "DOCRENDER_ADDR"},
 		{wk, 9090, "ops", "DOCRENDER_WORKER_ADDR"},
+		{wkPDF, 9090, "ops", "DOCRENDER_WORKER_ADDR"},
 	} {
 		name := tc.deploy.str("metadata", "name")
 		c := container(t, tc.deploy)
@@ -279,24 +280,39 @@ func TestManifestsFitTogether(t *testing.T) {
 			t.Errorf("service selector %s=%v does not select the gateway pods", k, v)
 		}
 	}
-	if so.str("spec", "scaleTargetRef", "name") != wk.str("metadata", "name") {
-		t.Errorf("ScaledObject scales %q, not the worker", so.str("spec", "scaleTargetRef", "name"))
-	}
-	triggers := asList(so.get("spec", "triggers"))
-	if len(triggers) != 1 {
-		t.Fatalf("%d triggers", len(triggers))
-	}
-	tr := object(triggers[0])
-	// The metric the trigger asks for must be one the service exports.
-	metric := regexp.MustCompile(`docrender_[a-z_]+`).FindString(tr.str("metadata", "query"))
-	if metric == "" || !exportsMetric(t, metric) {
-		t.Errorf("trigger query %q asks for no metric the service exports", tr.str("metadata", "query"))
-	}
-	if tr.str("type") != "prometheus" || tr.str("metadata", "serverAddress") == "" || tr.str("metadata", "threshold") == "" {
-		t.Errorf("trigger %v", tr)
-	}
-	if n, _ := wk.get("spec", "template", "spec", "terminationGracePeriodSeconds").(float64); n < 35 {
-		t.Errorf("worker grace period %vs is shorter than a render", n)
+	// Each worker kind (DESIGN §1, §11) has its Deployment taking that kind
+	// alone and its autoscaler on that kind's backlog.
+	for kind, d := range map[string]object{"chromium": wk, "pdf": wkPDF} {
+		name := d.str("metadata", "name")
+		if got := envValue(container(t, d), "DOCRENDER_WORKER_KINDS"); got != kind {
+			t.Errorf("%s: DOCRENDER_WORKER_KINDS=%q, want %s", name, got, kind)
+		}
+		so := objs["ScaledObject/"+name]
+		if so == nil {
+			t.Errorf("%s: no ScaledObject", name)
+			continue
+		}
+		if so.str("spec", "scaleTargetRef", "name") != name {
+			t.Errorf("ScaledObject %s scales %q", name, so.str("spec", "scaleTargetRef", "name"))
+		}
+		triggers := asList(so.get("spec", "triggers"))
+		if len(triggers) != 1 {
+			t.Fatalf("%s: %d triggers", name, len(triggers))
+		}
+		tr := object(triggers[0])
+		// The metric the trigger asks for must be one the service exports,
+		// of this kind.
+		q := tr.str("metadata", "query")
+		metric := regexp.MustCompile(`docrender_[a-z_]+`).FindString(q)
+		if metric == "" || !exportsMetric(t, metric) || !strings.Contains(q, `kind="`+kind+`"`) {
+			t.Errorf("%s: trigger query %q asks for no metric the service exports of kind %s", name, q, kind)
+		}
+		if tr.str("type") != "prometheus" || tr.str("metadata", "serverAddress") == "" || tr.str("metadata", "threshold") == "" {
+			t.Errorf("%s: trigger %v", name, tr)
+		}
+		if n, _ := d.get("spec", "template", "spec", "terminationGracePeriodSeconds").(float64); n < 35 {
+			t.Errorf("%s: grace period %vs is shorter than a job", name, n)
+		}
 	}
 }
 

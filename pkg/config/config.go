@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/docrender/docrender/pkg/signids"
+	"github.com/docrender/docrender/proto/jobspb"
 )
 
 // Plan holds the limits of one plan.
@@ -125,6 +126,9 @@ type Config struct {
 	// TSAURL is the RFC 3161 time-stamp authority of PAdES B-T
 	// signatures; empty: only B-B.
 	TSAURL string
+	// WorkerKinds are the job kinds a worker process takes (DESIGN §1,
+	// §11: chromium, pdf, office), each from its own queue subjects.
+	WorkerKinds []string
 
 	// Warnings name DOCRENDER_ variables that were set but mean nothing
 	// here (a misspelling, most likely), each with the closest known name.
@@ -214,6 +218,7 @@ func load(getenv func(string) string) (Config, map[string]bool, error) {
 		HTTP:                  DefaultHTTPTimeouts(),
 		JobReplicas:           p.integer("DOCRENDER_JOB_REPLICAS", 1),
 		SigningDir:            p.str("DOCRENDER_SIGNING_DIR", ""),
+		WorkerKinds:           p.workerKinds("DOCRENDER_WORKER_KINDS"),
 		TSAURL:                p.str("DOCRENDER_TSA_URL", ""),
 	}
 	c.Tracing = p.tracing()
@@ -489,6 +494,34 @@ func (p *parser) prefixes(name string) []netip.Prefix {
 	}
 	return out
 }
+
+// workerKinds reads a list of worker kinds, each known and once; unset:
+// every kind.
+func (p *parser) workerKinds(name string) []string {
+	kinds := p.list(name)
+	if len(kinds) == 0 {
+		return jobspb.WorkerKinds()
+	}
+	for i, k := range kinds {
+		if !slices.Contains(jobspb.WorkerKinds(), k) || slices.Contains(kinds[:i], k) {
+			p.fail(name, strings.Join(kinds, ","), "worker kinds from "+strings.Join(jobspb.WorkerKinds(), ", ")+", each once")
+			return nil
+		}
+	}
+	return kinds
+}
+
+// Kinds are the worker kinds a worker of c takes: WorkerKinds, every kind
+// when none are set (a Config built without Load).
+func (c Config) Kinds() []string {
+	if len(c.WorkerKinds) == 0 {
+		return jobspb.WorkerKinds()
+	}
+	return c.WorkerKinds
+}
+
+// Takes says whether a worker of c takes jobs of kind.
+func (c Config) Takes(kind string) bool { return slices.Contains(c.Kinds(), kind) }
 
 func (p *parser) list(name string) []string {
 	var out []string

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -34,6 +35,9 @@ func TestBadSettingsRefuseToStart(t *testing.T) {
 		{"zero streams", map[string]string{"DOCRENDER_MAX_STREAMS_PER_ACCOUNT": "0"}, []string{"DOCRENDER_MAX_STREAMS_PER_ACCOUNT", "at least 1"}},
 		{"workers not a number", map[string]string{"DOCRENDER_WORKERS": "four"}, []string{"DOCRENDER_WORKERS", "an integer"}},
 		{"replicas", map[string]string{"DOCRENDER_JOB_REPLICAS": "7"}, []string{"DOCRENDER_JOB_REPLICAS"}},
+		{"unknown worker kind", map[string]string{"DOCRENDER_WORKER_KINDS": "chromium,word"}, []string{"DOCRENDER_WORKER_KINDS", "chromium, pdf, office"}},
+		{"worker kind twice", map[string]string{"DOCRENDER_WORKER_KINDS": "pdf,pdf"}, []string{"DOCRENDER_WORKER_KINDS", "each once"}},
+		{"zero slice pages", map[string]string{"DOCRENDER_SLICE_PAGES": "0"}, []string{"DOCRENDER_SLICE_PAGES", "at least 1"}},
 		{"base URL without scheme", map[string]string{"DOCRENDER_BASE_URL": "docs.example.com"}, []string{"DOCRENDER_BASE_URL", "http, https"}},
 		{"base URL of another scheme", map[string]string{"DOCRENDER_BASE_URL": "ftp://docs.example.com"}, []string{"DOCRENDER_BASE_URL"}},
 		{"NATS URL without scheme", map[string]string{"DOCRENDER_NATS_URL": "127.0.0.1:4222", "DOCRENDER_REDIS_URL": "redis://127.0.0.1:6379/0"}, []string{"DOCRENDER_NATS_URL"}},
@@ -82,6 +86,9 @@ func TestGoodSettingsLoad(t *testing.T) {
 				if got := c.Plans[plan].Templates; got != want {
 					t.Errorf("%s templates %d: want DESIGN §2's %d", plan, got, want)
 				}
+			}
+			if !slices.Equal(c.WorkerKinds, []string{"chromium", "pdf", "office"}) {
+				t.Errorf("worker kinds %v: want DESIGN §2's chromium,pdf,office", c.WorkerKinds)
 			}
 			if c.MaxStreamsPerAccount != 20 {
 				t.Errorf("streams per account %d: want DESIGN §2's 20", c.MaxStreamsPerAccount)

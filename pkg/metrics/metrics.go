@@ -212,6 +212,43 @@ func (m *Metrics) WatchQueueDepth(depth func(context.Context) (uint64, error)) {
 	})
 }
 
+// WatchKindDepths exports the jobs in the queue of each worker kind
+// (DESIGN §1: each kind scales on its own backlog), asked of depths at each
+// scrape; kinds are exported with 0 when none of theirs wait. Only the
+// first call registers.
+func (m *Metrics) WatchKindDepths(kinds []string, depths func(context.Context) (map[string]uint64, error)) {
+	if m == nil || !m.first("queue_kind_depth") {
+		return
+	}
+	m.reg.MustRegister(&sampledKinds{
+		desc: prometheus.NewDesc("docrender_queue_kind_depth",
+			"Jobs in the JetStream work queue for one worker kind (waiting or being worked on), sampled at scrape.", []string{"kind"}, nil),
+		kinds: kinds,
+		read:  depths,
+	})
+}
+
+// sampledKinds is sampled with a value per worker kind.
+type sampledKinds struct {
+	desc  *prometheus.Desc
+	kinds []string
+	read  func(context.Context) (map[string]uint64, error)
+}
+
+func (s *sampledKinds) Describe(ch chan<- *prometheus.Desc) { ch <- s.desc }
+
+func (s *sampledKinds) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), sampleTimeout)
+	defer cancel()
+	v, err := s.read(ctx)
+	if err != nil {
+		return
+	}
+	for _, k := range s.kinds {
+		ch <- prometheus.MustNewConstMetric(s.desc, prometheus.GaugeValue, float64(v[k]), k)
+	}
+}
+
 // WatchBrowserRestarts exports how often the process relaunched Chromium.
 func (m *Metrics) WatchBrowserRestarts(restarts func() int64) {
 	if m == nil || !m.first("browser_restarts") {

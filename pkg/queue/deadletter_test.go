@@ -62,7 +62,7 @@ func dyingWorker(t *testing.T, c *Conn) *atomic.Int32 {
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
-			cons, err := c.js.Consumer(ctx, c.n.Stream, c.nowConsumer())
+			cons, err := c.js.Consumer(ctx, c.n.Stream, c.nowConsumer(jobspb.KindChromium))
 			if err != nil {
 				time.Sleep(50 * time.Millisecond)
 				continue

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -17,16 +18,22 @@ import (
 	"github.com/docrender/docrender/proto/jobspb"
 )
 
-// Fair scheduling (DESIGN §5). Jobs a client waits for (single renders,
-// merges, a batch's ZIP) go to the subjects "<prefix>now.<kind>", read by one
-// consumer; batch documents go to "<prefix>batch.<account>", one consumer per
-// account. A free slot takes a waiting "now" job first, then a batch document
-// of the next account in turn: a render never waits behind another account's
-// batch for more than one document's time, the documents of several running
-// batches interleave, and one batch alone still gets every slot.
+// Fair scheduling (DESIGN §5), per worker kind (DESIGN §1, §11: chromium,
+// pdf, office; jobspb.WorkerKind). Jobs a client waits for (single renders,
+// merges, a batch's ZIP) go to the subjects "<prefix>now.<kind>.<op>", read
+// by one consumer per kind; batch documents (and the slices of a long
+// document) go to their account's lane of their kind, one consumer per
+// account and kind: "<prefix>batch.<account>" for chromium (the lanes'
+// subjects from before worker kinds, kept), "<prefix>batch.<kind>.<account>"
+// for the others. A free slot of a kind takes a waiting "now" job of its
+// kind first, then a batch document of the next account in turn: a render
+// never waits behind another account's batch for more than one document's
+// time, the documents of several running batches interleave, and one batch
+// alone still gets every slot. Workers of one kind never see another's jobs.
 //
 // Only nats-server 2.9 features: one filter subject per consumer, and
-// work-queue consumers whose filters do not overlap.
+// work-queue consumers whose filters do not overlap (the lanes' subjects
+// differ in their number of tokens or in a literal one).
 
 const (
 	// idleWait is how long an idle slot waits for a "now" job before it
@@ -42,26 +49,38 @@ const (
 )
 
 // subjectFor is where job waits: batch documents and the slices of a long
-// document (DESIGN §10) by account, the rest in the shared "now" lane.
+// document (DESIGN §10) in their account's lane, the rest in their kind's
+// "now" lane.
 func (c *Conn) subjectFor(job *jobspb.Job) string {
-	switch {
-	case job.GetBatchDocument() != nil, job.GetSlice() != nil:
-		return c.batchSubject(job.AccountId)
-	case job.GetMerge() != nil:
-		return c.n.SubjectPrefix + "now.merge"
-	case job.GetZip() != nil:
-		return c.n.SubjectPrefix + "now.zip"
+	if job.GetBatchDocument() != nil || job.GetSlice() != nil {
+		return c.batchSubject(job.WorkerKind(), job.AccountId)
 	}
-	return c.n.SubjectPrefix + "now.render"
+	return c.n.SubjectPrefix + "now." + job.WorkerKind() + "." + job.Op()
 }
 
-func (c *Conn) nowConsumer() string { return c.n.Consumer + "-now" }
+// nowConsumer reads kind's "now" lane.
+func (c *Conn) nowConsumer(kind string) string { return c.n.Consumer + "-now-" + kind }
 
-func (c *Conn) batchSubject(account string) string {
-	return c.n.SubjectPrefix + "batch." + token(account)
+func (c *Conn) nowSubjects(kind string) string { return c.n.SubjectPrefix + "now." + kind + ".>" }
+
+// batchLane is the subject prefix of kind's account lanes.
+func (c *Conn) batchLane(kind string) string {
+	if kind == jobspb.KindChromium {
+		return c.n.SubjectPrefix + "batch."
+	}
+	return c.n.SubjectPrefix + "batch." + kind + "."
 }
 
-func (c *Conn) batchConsumer(tok string) string { return c.n.Consumer + "-batch-" + tok }
+func (c *Conn) batchSubject(kind, account string) string { return c.batchLane(kind) + token(account) }
+
+// batchConsumer reads an account's lane of kind. The names cannot meet: an
+// account token never holds the kind's "-<kind>-batch-" in front.
+func (c *Conn) batchConsumer(kind, tok string) string {
+	if kind == jobspb.KindChromium {
+		return c.n.Consumer + "-batch-" + tok
+	}
+	return c.n.Consumer + "-" + kind + "-batch-" + tok
+}
 
 // token makes an account ID a subject token and consumer-name part: IDs are
 // URL-safe base64 already; anything else is mapped, never trusted.
@@ -89,25 +108,33 @@ func (c *Conn) consumerConfig(name, filter string) jetstream.ConsumerConfig {
 	}
 }
 
-// setupConsumers creates the "now" consumer. The single consumer of every
-// subject that versions before fair scheduling used would overlap it (a
-// work-queue stream refuses that): it is deleted, and jobs still waiting on
-// its old subjects are moved to the new ones.
+// setupConsumers creates every kind's "now" consumer (a gateway queues jobs
+// of kinds no worker may take yet). The consumers of older versions would
+// overlap them (a work-queue stream refuses that): the single consumer of
+// every subject from before fair scheduling, and the one "now" consumer
+// from before worker kinds. They are deleted, and jobs still waiting on
+// their subjects are moved to the new ones.
 func (c *Conn) setupConsumers(ctx context.Context, s jetstream.Stream) error {
-	if err := c.js.DeleteConsumer(ctx, c.n.Stream, c.n.Consumer); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return fmt.Errorf("queue: delete the old consumer: %w", err)
+	for _, old := range []string{c.n.Consumer, c.n.Consumer + "-now"} {
+		if err := c.js.DeleteConsumer(ctx, c.n.Stream, old); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return fmt.Errorf("queue: delete the old consumer %s: %w", old, err)
+		}
 	}
-	if _, err := c.js.CreateOrUpdateConsumer(ctx, c.n.Stream, c.consumerConfig(c.nowConsumer(), c.n.SubjectPrefix+"now.>")); err != nil {
-		return fmt.Errorf("queue: consumer: %w", err)
+	for _, kind := range jobspb.WorkerKinds() {
+		if _, err := c.js.CreateOrUpdateConsumer(ctx, c.n.Stream, c.consumerConfig(c.nowConsumer(kind), c.nowSubjects(kind))); err != nil {
+			return fmt.Errorf("queue: consumer: %w", err)
+		}
 	}
 	return c.moveOldJobs(ctx, s)
 }
 
-// moveOldJobs republishes jobs waiting on the subjects of versions before
-// fair scheduling ("<prefix>render", "merge", "zip") to their new subjects.
+// moveOldJobs republishes jobs waiting on the subjects of older versions to
+// their new subjects: "<prefix>render", "merge", "zip" from before fair
+// scheduling, "<prefix>now.render", "now.merge", "now.zip" from before
+// worker kinds.
 func (c *Conn) moveOldJobs(ctx context.Context, s jetstream.Stream) error {
-	for _, kind := range []string{"render", "merge", "zip"} {
-		old := c.n.SubjectPrefix + kind
+	for _, subj := range []string{"render", "merge", "zip", "now.render", "now.merge", "now.zip"} {
+		old := c.n.SubjectPrefix + subj
 		info, err := s.Info(ctx, jetstream.WithSubjectFilter(old))
 		if err != nil {
 			return fmt.Errorf("queue: old jobs: %w", err)
@@ -163,11 +190,41 @@ func (c *Conn) move(ctx context.Context, msg jetstream.Msg) error {
 	return msg.DoubleAck(ctx)
 }
 
-// lanes picks the next message for a free slot. It is shared by the slots of
-// one process; each process keeps its own turn.
+// KindDepths counts the jobs in the stream (waiting or running) of each
+// worker kind, from the stream's per-subject counts.
+func (c *Conn) KindDepths(ctx context.Context) (map[string]uint64, error) {
+	s, err := c.js.Stream(ctx, c.n.Stream)
+	if err != nil {
+		return nil, fmt.Errorf("queue: depth: %w", err)
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(c.n.SubjectPrefix+">"))
+	if err != nil {
+		return nil, fmt.Errorf("queue: depth: %w", err)
+	}
+	out := map[string]uint64{}
+	for subj, n := range info.State.Subjects {
+		out[c.kindOf(strings.TrimPrefix(subj, c.n.SubjectPrefix))] += n
+	}
+	return out, nil
+}
+
+// kindOf is the worker kind of a subject (without the prefix): its second
+// token in "now.<kind>.<op>" and "batch.<kind>.<account>", chromium for
+// "batch.<account>".
+func (c *Conn) kindOf(subj string) string {
+	parts := strings.Split(subj, ".")
+	if len(parts) == 3 && slices.Contains(jobspb.WorkerKinds(), parts[1]) {
+		return parts[1]
+	}
+	return jobspb.KindChromium
+}
+
+// lanes picks the next message of one kind for a free slot. It is shared by
+// the slots of that kind in one process; each process keeps its own turn.
 type lanes struct {
-	c   *Conn
-	now jetstream.Consumer
+	c    *Conn
+	kind string
+	now  jetstream.Consumer
 
 	mu        sync.Mutex
 	accounts  []string // tokens of accounts with batch documents in the stream
@@ -202,12 +259,12 @@ func (r recent) value(now time.Time) float64 {
 	return r.n * math.Exp2(-float64(now.Sub(r.at))/float64(servedHalfLife))
 }
 
-func (c *Conn) newLanes(ctx context.Context) (*lanes, error) {
-	now, err := c.js.Consumer(ctx, c.n.Stream, c.nowConsumer())
+func (c *Conn) newLanes(ctx context.Context, kind string) (*lanes, error) {
+	now, err := c.js.Consumer(ctx, c.n.Stream, c.nowConsumer(kind))
 	if err != nil {
-		return nil, fmt.Errorf("queue: consumer: %w", err)
+		return nil, fmt.Errorf("queue: %s consumer: %w", kind, err)
 	}
-	return &lanes{c: c, now: now, consumers: map[string]jetstream.Consumer{}, served: map[string]recent{}}, nil
+	return &lanes{c: c, kind: kind, now: now, consumers: map[string]jetstream.Consumer{}, served: map[string]recent{}}, nil
 }
 
 // next returns a message, or nil when none came within idleWait.
@@ -300,7 +357,7 @@ func (l *lanes) waitingAccounts(ctx context.Context) []string {
 		return l.accounts
 	}
 	l.refreshed = time.Now()
-	prefix := l.c.n.SubjectPrefix + "batch."
+	prefix := l.c.batchLane(l.kind)
 	s, err := l.c.js.Stream(ctx, l.c.n.Stream)
 	if err != nil {
 		return l.accounts
@@ -329,7 +386,7 @@ func (l *lanes) consumer(ctx context.Context, tok string) (jetstream.Consumer, e
 	if ok {
 		return cons, nil
 	}
-	cfg := l.c.consumerConfig(l.c.batchConsumer(tok), l.c.batchSubject(tok))
+	cfg := l.c.consumerConfig(l.c.batchConsumer(l.kind, tok), l.c.batchLane(l.kind)+tok)
 	cfg.InactiveThreshold = batchConsumerIdle
 	cons, err := l.c.js.CreateOrUpdateConsumer(ctx, l.c.n.Stream, cfg)
 	if err != nil {
@@ -400,7 +457,8 @@ func (c *Conn) Admit(ctx context.Context, account string, n int) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	info, err := s.Info(ctx, jetstream.WithSubjectFilter(c.n.SubjectPrefix+"batch.*"))
+	// Every kind's lanes: "batch.<account>" and "batch.<kind>.<account>".
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(c.n.SubjectPrefix+"batch.>"))
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
@@ -414,7 +472,11 @@ func (c *Conn) Admit(ctx context.Context, account string, n int) error {
 	for _, k := range info.State.Subjects {
 		all += k
 	}
-	mine := float64(info.State.Subjects[c.batchSubject(account)] + uint64(n))
+	var held uint64
+	for _, kind := range jobspb.WorkerKinds() {
+		held += info.State.Subjects[c.batchSubject(kind, account)]
+	}
+	mine := float64(held + uint64(n))
 	if mine > limit*accountShare || float64(all)+float64(n) > limit*batchShare {
 		return ErrQueueFull
 	}

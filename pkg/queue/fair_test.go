@@ -168,39 +168,121 @@ func TestFairScheduling(t *testing.T) {
 }
 
 // Versions before fair scheduling had one consumer on every subject and
-// queued on "<prefix>render": a start moves those jobs to the new subjects.
+// queued on "<prefix>render"; versions before worker kinds had one "now"
+// consumer and queued on "<prefix>now.render" and "now.merge". A start
+// deletes the old consumer and moves those jobs to the new subjects, where
+// each kind's workers take them.
 func TestOldJobsAreMoved(t *testing.T) {
+	for _, tc := range []struct {
+		name, consumer, filter string
+		subjects               []string
+	}{
+		{"before fair scheduling", "", ">", []string{"render", "render", "merge"}},
+		{"before worker kinds", "-now", "now.>", []string{"now.render", "now.merge", "now.render"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := embedded(t, 100)
+			ctx := context.Background()
+			for _, kind := range jobspb.WorkerKinds() {
+				if err := c.js.DeleteConsumer(ctx, c.n.Stream, c.nowConsumer(kind)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			old := c.n.Consumer + tc.consumer
+			if _, err := c.js.CreateOrUpdateConsumer(ctx, c.n.Stream, c.consumerConfig(old, c.n.SubjectPrefix+tc.filter)); err != nil {
+				t.Fatal(err)
+			}
+			for i, subj := range tc.subjects {
+				job := renderJob(fmt.Sprintf("old-%d", i))
+				if strings.HasSuffix(subj, "merge") {
+					job.Kind = &jobspb.Job_Merge{Merge: &jobspb.MergeJob{}}
+				}
+				if _, err := c.js.Publish(ctx, c.n.SubjectPrefix+subj, mustMarshal(t, job)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := c.Setup(ctx, Streams{MaxJobs: 100}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.js.Consumer(ctx, c.n.Stream, old); err == nil {
+				t.Fatal("the old consumer is still there")
+			}
+			var busy, peak atomic.Int32
+			order := consumeOrder(t, c, 1, 3, 0, &busy, &peak)
+			slices.Sort(order)
+			if strings.Join(order, ",") != "old-0,old-1,old-2" {
+				t.Fatalf("handled %v, want the three old jobs", order)
+			}
+			s, _ := c.js.Stream(ctx, c.n.Stream)
+			info, err := s.Info(ctx, jetstream.WithSubjectFilter(c.n.SubjectPrefix+">"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.State.Msgs != 0 {
+				t.Fatalf("%d messages left in the stream (%v)", info.State.Msgs, info.State.Subjects)
+			}
+		})
+	}
+}
+
+// TestWorkerKinds (DESIGN §1, §11): a worker takes the jobs of its kinds
+// only, each kind from subjects of its own; batch documents of the chromium
+// kind keep their account lanes.
+func TestWorkerKinds(t *testing.T) {
 	c := embedded(t, 100)
 	ctx := context.Background()
-	if err := c.js.DeleteConsumer(ctx, c.n.Stream, c.nowConsumer()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.js.CreateOrUpdateConsumer(ctx, c.n.Stream, c.consumerConfig(c.n.Consumer, c.n.SubjectPrefix+">")); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 3 {
-		if _, err := c.js.Publish(ctx, c.n.SubjectPrefix+"render", mustMarshal(t, renderJob(fmt.Sprintf("old-%d", i)))); err != nil {
+	merge := &jobspb.Job{Id: "merge", Kind: &jobspb.Job_Merge{Merge: &jobspb.MergeJob{}}}
+	doc := &jobspb.Job{Id: "doc", AccountId: "acct-1", Kind: &jobspb.Job_BatchDocument{BatchDocument: &jobspb.BatchDocumentJob{}}}
+	for _, job := range []*jobspb.Job{renderJob("render"), merge, doc} {
+		if err := c.Publish(ctx, job); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if err := c.Setup(ctx, Streams{MaxJobs: 100}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.js.Consumer(ctx, c.n.Stream, c.n.Consumer); err == nil {
-		t.Fatal("the old consumer is still there")
-	}
-	var busy, peak atomic.Int32
-	order := consumeOrder(t, c, 1, 3, 0, &busy, &peak)
-	if strings.Join(order, ",") != "old-0,old-1,old-2" {
-		t.Fatalf("handled %v, want the three old jobs", order)
 	}
 	s, _ := c.js.Stream(ctx, c.n.Stream)
 	info, err := s.Info(ctx, jetstream.WithSubjectFilter(c.n.SubjectPrefix+">"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.State.Msgs != 0 {
-		t.Fatalf("%d messages left in the stream (%v)", info.State.Msgs, info.State.Subjects)
+	want := map[string]uint64{"now.chromium.render": 1, "now.pdf.merge": 1, "batch.acct-1": 1}
+	for subj, n := range want {
+		if info.State.Subjects[c.n.SubjectPrefix+subj] != n {
+			t.Errorf("subjects %v, want %v under %s", info.State.Subjects, want, c.n.SubjectPrefix)
+		}
+	}
+	depths, err := c.KindDepths(ctx)
+	if err != nil || depths[jobspb.KindChromium] != 2 || depths[jobspb.KindPDF] != 1 || depths[jobspb.KindOffice] != 0 {
+		t.Errorf("depths %v %v, want chromium 2, pdf 1", depths, err)
+	}
+	taken := func(slots map[string]int, n int) []string {
+		t.Helper()
+		ctx, cancel := context.WithCancel(ctx)
+		var mu sync.Mutex
+		var got []string
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = c.ConsumeKinds(ctx, slots, func(_ context.Context, job *jobspb.Job, _ Delivery) (*jobspb.Result, error) {
+				mu.Lock()
+				got = append(got, job.Id)
+				mu.Unlock()
+				return &jobspb.Result{}, nil
+			}, nil)
+		}()
+		waitFor(t, "jobs taken", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) >= n })
+		time.Sleep(300 * time.Millisecond) // nothing else comes
+		cancel()
+		<-done
+		slices.Sort(got)
+		return got
+	}
+	if got := taken(map[string]int{jobspb.KindPDF: 2, jobspb.KindOffice: 1}, 1); !slices.Equal(got, []string{"merge"}) {
+		t.Errorf("a pdf and office worker took %v, want the merge only", got)
+	}
+	if got := taken(map[string]int{jobspb.KindChromium: 1}, 2); !slices.Equal(got, []string{"doc", "render"}) {
+		t.Errorf("a chromium worker took %v, want the render and the batch document", got)
+	}
+	if err := c.ConsumeKinds(ctx, map[string]int{}, nil, nil); err == nil {
+		t.Error("consuming no kind: no error")
 	}
 }
 

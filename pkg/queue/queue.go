@@ -373,9 +373,34 @@ type DeadHandler func(ctx context.Context, job *jobspb.Job) *jobspb.Result
 // another worker. While it runs, Consume also hears cancel notices, and
 // hands jobs that used up their deliveries to dead (deadletter.go).
 func (c *Conn) Consume(ctx context.Context, slots int, h Handler, dead DeadHandler) error {
-	l, err := c.newLanes(ctx)
-	if err != nil {
-		return err
+	kinds := map[string]int{}
+	for _, k := range jobspb.WorkerKinds() {
+		kinds[k] = slots
+	}
+	return c.ConsumeKinds(ctx, kinds, h, dead)
+}
+
+// ConsumeKinds is Consume of the jobs of the worker kinds in slots (kind:
+// its concurrent pullers; DOCRENDER_WORKER_KINDS), each kind from its own
+// lanes with its own slots: a slow kind never holds another's slots.
+func (c *Conn) ConsumeKinds(ctx context.Context, slots map[string]int, h Handler, dead DeadHandler) error {
+	type kindLanes struct {
+		l     *lanes
+		slots int
+	}
+	var all []kindLanes
+	for _, kind := range jobspb.WorkerKinds() {
+		if slots[kind] <= 0 {
+			continue
+		}
+		l, err := c.newLanes(ctx, kind)
+		if err != nil {
+			return err
+		}
+		all = append(all, kindLanes{l, slots[kind]})
+	}
+	if len(all) == 0 {
+		return errors.New("queue: no worker kind to consume")
 	}
 	sub, err := c.listenForCancels()
 	if err != nil {
@@ -387,14 +412,20 @@ func (c *Conn) Consume(ctx context.Context, slots int, h Handler, dead DeadHandl
 		return err
 	}
 	defer stopDead()
-	slotsLoop(ctx, slots, l.next, func(msg jetstream.Msg) {
-		if ctx.Err() != nil {
-			// Fetched as we began to stop: another worker takes it now.
-			_ = msg.Nak()
-			return
-		}
-		c.handle(msg, h)
-	})
+	var wg sync.WaitGroup
+	for _, k := range all {
+		wg.Go(func() {
+			slotsLoop(ctx, k.slots, k.l.next, func(msg jetstream.Msg) {
+				if ctx.Err() != nil {
+					// Fetched as we began to stop: another worker takes it now.
+					_ = msg.Nak()
+					return
+				}
+				c.handle(msg, h)
+			})
+		})
+	}
+	wg.Wait()
 	return nil
 }
 

@@ -68,26 +68,14 @@ func ExtractTrace(ctx context.Context, h nats.Header) context.Context {
 }
 
 // jobKind names a job's kind in span names and attributes.
-func jobKind(job *jobspb.Job) string {
-	switch job.Kind.(type) {
-	case *jobspb.Job_BatchDocument:
-		return "batch-document"
-	case *jobspb.Job_Merge:
-		return "merge"
-	case *jobspb.Job_Zip:
-		return "zip"
-	case *jobspb.Job_Slice:
-		return "slice"
-	}
-	return "render"
-}
+func jobKind(job *jobspb.Job) string { return job.Op() }
 
 // jobAttributes are a job's span attributes: IDs and the kind, never what
 // the job carries (a client's HTML, file names, URLs).
 func (c *Conn) jobAttributes(job *jobspb.Job, op attribute.KeyValue) []attribute.KeyValue {
-	lane := c.n.SubjectPrefix + "now." + jobKind(job)
+	lane := c.subjectFor(job)
 	if job.GetBatchDocument() != nil || job.GetSlice() != nil {
-		lane = c.n.SubjectPrefix + "batch.*" // an account's lane, the account not named
+		lane = c.batchLane(job.WorkerKind()) + "*" // an account's lane, the account not named
 	}
 	attrs := []attribute.KeyValue{
 		semconv.MessagingSystemKey.String("nats"), op,

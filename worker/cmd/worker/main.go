@@ -96,17 +96,19 @@ func run() error {
 	w.Instrument(m)
 	opsSrv.SetChecks(readiness(q, blobs.Ready, st, w))
 	opsSrv.SetLiveness(w.Healthy)
-	log.Info("worker ready", "nats", cfg.NATSURL, "slots", cfg.Workers)
+	log.Info("worker ready", "nats", cfg.NATSURL, "slots", cfg.Workers, "kinds", cfg.Kinds())
 	return w.Run(ctx)
 }
 
-// readiness is what /readyz checks: the job stream, the stores and
-// a browser that answers.
+// readiness is what /readyz checks: the job stream, the stores and, on a
+// worker of the chromium kind, a browser that answers.
 func readiness(q *queue.Conn, blobsReady ops.Check, st state.Store, w *worker.Worker) map[string]ops.Check {
 	checks := map[string]ops.Check{
-		"queue":   q.Ready,
-		"blobs":   blobsReady,
-		"browser": w.Pool().Ready,
+		"queue": q.Ready,
+		"blobs": blobsReady,
+	}
+	if w.Pool() != nil {
+		checks["browser"] = w.Pool().Ready
 	}
 	if st != nil {
 		checks["state"] = st.Ready

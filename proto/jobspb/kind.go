@@ -1,0 +1,47 @@
+package jobspb
+
+// Written by hand beside the generated code.
+
+// Worker kinds (DESIGN §1, §11): each job is taken by the workers of one
+// kind, on subjects of its own, so operators scale each apart
+// (DOCRENDER_WORKER_KINDS).
+const (
+	// KindChromium renders HTML: renders, batch documents, their slices,
+	// screenshots, Markdown.
+	KindChromium = "chromium"
+	// KindPDF edits and reads PDFs: merge, the batch ZIP, inspect, the PDF tools.
+	KindPDF = "pdf"
+	// KindOffice converts office documents with LibreOffice.
+	KindOffice = "office"
+)
+
+// WorkerKinds are every kind, in the order DOCRENDER_WORKER_KINDS lists
+// them by default.
+func WorkerKinds() []string { return []string{KindChromium, KindPDF, KindOffice} }
+
+// WorkerKind is the kind of worker that takes j.
+func (j *Job) WorkerKind() string {
+	switch j.GetKind().(type) {
+	case *Job_Merge, *Job_Zip, *Job_Inspect:
+		return KindPDF
+	}
+	return KindChromium
+}
+
+// Op names what j does within its kind ("render", "merge", ...): the last
+// token of its subject, and its traces' and metrics' kind.
+func (j *Job) Op() string {
+	switch j.GetKind().(type) {
+	case *Job_BatchDocument:
+		return "batch-document"
+	case *Job_Merge:
+		return "merge"
+	case *Job_Zip:
+		return "zip"
+	case *Job_Inspect:
+		return "inspect"
+	case *Job_Slice:
+		return "slice"
+	}
+	return "render"
+}
