@@ -8,8 +8,12 @@
 package main
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
 	"os"
 	"regexp"
 	"runtime"
@@ -46,6 +50,7 @@ func main() {
 	onlySplit := flag.Bool("split-only", false, "only the prints in slices")
 	gateway := flag.String("gateway", "", "a running scaled-out service's gateway URL (scripts/cluster-up) instead of an embedded one")
 	pids := flag.String("pids", "", "with -gateway: the worker processes whose memory to sample, space-separated")
+	gotenberg := flag.String("gotenberg", "", "Gotenberg's URL (scripts/gotenberg-up): the same ledger through its Chromium route, in one piece")
 	label := flag.String("label", "", "with -gateway: what the slices are printed by (\"2 workers\")")
 	flag.Parse()
 	base, slots := *gateway, *label
@@ -114,7 +119,57 @@ func main() {
 			}
 			fmt.Printf("%-9v %-28s | %9.1f %6d %8.1f | %-13s | %d + %d\n", tagged, name, took.Seconds(), len(pageRe.FindAll(pdf, -1)), float64(len(pdf))/1e6, ratio, self>>20, browser>>20)
 		}
+		if *gotenberg != "" && !*onlySplit {
+			stopPeak := peakRSS(nil)
+			start := time.Now()
+			pdf, err := gotenbergPrint(*gotenberg, html, tagged)
+			took := time.Since(start)
+			_, browser := stopPeak()
+			ratio := ""
+			if whole > 0 {
+				ratio = fmt.Sprintf("%.2f× ours", took.Seconds()/whole.Seconds())
+			}
+			if err != nil {
+				fmt.Printf("%-9v %-28s | failed after %.1f s: %v\n", tagged, "Gotenberg 8.36 (one piece)", took.Seconds(), err)
+				continue
+			}
+			fmt.Printf("%-9v %-28s | %9.1f %6d %8.1f | %-13s | - + %d\n", tagged, "Gotenberg 8.36 (one piece)", took.Seconds(), len(pageRe.FindAll(pdf, -1)), float64(len(pdf))/1e6, ratio, browser>>20)
+		}
 	}
+	if *gotenberg == "" && *gateway == "" {
+		fmt.Println("Gotenberg: not measured (scripts/gotenberg-up found no source to build it from)")
+	}
+}
+
+// gotenbergPrint sends the ledger to Gotenberg's Chromium route with the
+// same footer, as its API takes it (footer.html).
+func gotenbergPrint(base, html string, tagged bool) ([]byte, error) {
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	files := map[string]string{"index.html": html,
+		"footer.html": `<html><body><div style="font-size:8px;margin:auto">Page <span class="pageNumber"></span> of <span class="totalPages"></span></div></body></html>`}
+	for name, content := range files {
+		fw, err := mw.CreateFormFile("files", name)
+		if err != nil {
+			return nil, err
+		}
+		fw.Write([]byte(content))
+	}
+	mw.WriteField("generateTaggedPdf", strconv.FormatBool(tagged))
+	mw.Close()
+	resp, err := http.Post(base+"/forms/chromium/convert/html", mw.FormDataContentType(), &body)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%d %s", resp.StatusCode, bytes.TrimSpace(out[:min(len(out), 300)]))
+	}
+	return out, nil
 }
 
 // peakRSS samples the resident memory of procs (this process: the
