@@ -194,9 +194,9 @@ func finishFailure(err error) (*jobspb.Result, error) {
 	case !errors.As(err, &step):
 		return nil, err
 	case errors.As(err, &opt):
-		return failure(jobspb.ErrorKind_ERROR_KIND_BAD_INPUT, sentence("Invalid value for "+opt.Field+": "+opt.Problem)), nil
+		return optionFailure(opt.Field, opt.Problem), nil
 	case errors.As(err, &box):
-		return failure(jobspb.ErrorKind_ERROR_KIND_BAD_INPUT, sentence("Invalid value for "+box.Field+": "+box.Reason)), nil
+		return optionFailure(box.Field, box.Reason), nil
 	case errors.Is(err, sign.ErrTSA):
 		return failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, "The time-stamp authority is unavailable; the PDF was not signed."), nil
 	case errors.Is(err, errUnknownIdentity):

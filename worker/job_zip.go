@@ -114,14 +114,9 @@ func (w *Worker) buildZip(ctx context.Context, r *batch.Record) (int64, error) {
 	return cw.n, nil
 }
 
-// writeZip writes the ZIP of the batch's PDFs to out. PDFs are mostly
-// compressed already: the fastest deflate level gains what little there
-// is to gain without taking CPU from the renders.
+// writeZip writes the ZIP of the batch's PDFs to out.
 func (w *Worker) writeZip(ctx context.Context, out io.Writer, r *batch.Record, names []string) error {
-	zw := zip.NewWriter(out)
-	zw.RegisterCompressor(zip.Deflate, func(w io.Writer) (io.WriteCloser, error) {
-		return flate.NewWriter(w, flate.BestSpeed)
-	})
+	zw := newZipWriter(out)
 	now := time.Now()
 	if r.Report {
 		if err := w.addReport(ctx, zw, r, names, now); err != nil {
@@ -147,12 +142,27 @@ func (w *Worker) addEntry(ctx context.Context, zw *zip.Writer, key, name string,
 	defer rc.Close()
 	// Names are cleaned when the batch is made (pdfopts.FileName); again
 	// here for batches made before that.
-	name = filename.Clean(name)
+	return addZipEntry(zw, filename.Clean(name), rc, mod)
+}
+
+// newZipWriter is a ZIP writer whose deflate is the fastest level: the
+// entries are mostly compressed already (PDFs, images), so more effort
+// gains what little there is to gain and takes CPU from the other jobs.
+func newZipWriter(out io.Writer) *zip.Writer {
+	zw := zip.NewWriter(out)
+	zw.RegisterCompressor(zip.Deflate, func(w io.Writer) (io.WriteCloser, error) {
+		return flate.NewWriter(w, flate.BestSpeed)
+	})
+	return zw
+}
+
+// addZipEntry writes r to zw as the deflated entry name.
+func addZipEntry(zw *zip.Writer, name string, r io.Reader, mod time.Time) error {
 	fw, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Deflate, Modified: mod})
 	if err != nil {
 		return fmt.Errorf("entry %s: %w", name, err)
 	}
-	if _, err := io.Copy(fw, rc); err != nil {
+	if _, err := io.Copy(fw, r); err != nil {
 		return fmt.Errorf("entry %s: %w", name, err)
 	}
 	return nil

@@ -23,6 +23,7 @@ import (
 	"github.com/docrender/docrender/proto/jobspb"
 	"github.com/docrender/docrender/worker/browser"
 	"github.com/docrender/docrender/worker/egress"
+	"github.com/docrender/docrender/worker/pdfium"
 	"github.com/docrender/docrender/worker/render"
 	"github.com/docrender/docrender/worker/sign"
 )
@@ -52,6 +53,8 @@ type Worker struct {
 	tsa        *sign.TSA
 	// templates keeps stored templates parsed between jobs (DESIGN §9).
 	templates *templateCache
+	// pdfium reads text and renders pages for the PDF tools (DESIGN §11).
+	pdfium *lazyPDFium
 }
 
 // tabsPerSlot is how many warm tabs the pool keeps per render slot (the
@@ -70,7 +73,9 @@ func New(ctx context.Context, cfg config.Config, q *queue.Conn, blobs blob.Store
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
-	w := &Worker{cfg: cfg, q: q, blobs: blobs, log: log, identities: ids, templates: newTemplateCache(templateCacheBytes)}
+	w := &Worker{cfg: cfg, q: q, blobs: blobs, log: log, identities: ids, templates: newTemplateCache(templateCacheBytes),
+		// One PDFium instance per job slot: a tool's call holds one throughout.
+		pdfium: &lazyPDFium{cfg: pdfium.Config{Instances: cfg.Workers}}}
 	if cfg.TSAURL != "" {
 		// The operator's TSA, outside the page egress rules (DESIGN §2).
 		w.tsa = &sign.TSA{URL: cfg.TSAURL}
@@ -144,8 +149,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	return w.runWithWebhooks(ctx)
 }
 
-// Close stops Chromium and the proxy.
+// Close stops Chromium, the proxy and PDFium.
 func (w *Worker) Close() {
+	w.pdfium.close()
 	if w.pool != nil {
 		w.pool.Close()
 		w.proxy.Close()
@@ -183,6 +189,8 @@ func (w *Worker) Handle(ctx context.Context, job *jobspb.Job, d queue.Delivery) 
 		res, err = w.handleInspect(ctx, job)
 	case *jobspb.Job_Slice:
 		res, err = w.handleSlice(ctx, job, k.Slice)
+	case *jobspb.Job_Tool:
+		res, err = w.handleTool(ctx, job)
 	default:
 		return failure(jobspb.ErrorKind_ERROR_KIND_BAD_INPUT, "Unknown job kind."), nil
 	}
@@ -213,6 +221,9 @@ func jobKind(job *jobspb.Job) string {
 		return metrics.KindInspect
 	case *jobspb.Job_Slice:
 		return metrics.KindSlice
+	case *jobspb.Job_Tool:
+		// The tool's op ("split", "images"): each reads apart.
+		return job.Op()
 	}
 	return metrics.KindRender
 }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -127,19 +126,12 @@ func readAdminBody(c echo.Context, v any, allowed ...string) error {
 	if err != nil {
 		return err
 	}
-	var fields map[string]json.RawMessage
-	if err := pdfopts.Decode(data, &fields); err != nil {
+	unknown, err := pdfopts.UnknownField(data, allowed)
+	if err != nil {
 		return err
 	}
-	var unknown []string
-	for k := range fields {
-		if !slices.Contains(allowed, k) {
-			unknown = append(unknown, k)
-		}
-	}
-	if len(unknown) > 0 {
-		slices.Sort(unknown)
-		return invalid.Field(unknown[0], "unknown field; send "+strings.Join(allowed, " and/or "))
+	if unknown != "" {
+		return invalid.Field(unknown, "unknown field; send "+strings.Join(allowed, " and/or "))
 	}
 	return pdfopts.Decode(data, v)
 }

@@ -34,6 +34,8 @@ const (
 	maxCookieBytes     = 4 << 10
 	maxUserAgent       = 512
 	maxPageNumber      = 100000
+	// maxRangeItems bounds the comma-separated items of a page selection.
+	maxRangeItems = 100
 )
 
 // The uploaded files of a generate that serve as headerTemplate and
@@ -233,12 +235,23 @@ var rangeRe = regexp.MustCompile(`^(\d+)(?:\s*-\s*(\d+))?$`)
 // pageRanges checks "1-3, 5" and returns it in Chromium's form ("1-3,5").
 // Pages beyond the document are found when it is printed.
 func pageRanges(p *string) (string, error) {
-	if p == nil || strings.TrimSpace(*p) == "" {
+	if p == nil {
 		return "", nil
 	}
-	bad := invalid.Field("pageRanges", "must be pages and ranges such as 1-3,5 (pages count from 1)")
-	parts := strings.Split(*p, ",")
-	if len(parts) > 100 {
+	return PageRangesOf("pageRanges", *p)
+}
+
+// PageRangesOf checks field's pages and ranges ("1-3, 5"; at most 100
+// items, each counting from 1, none reversed, none past page 100,000) and
+// returns them in a canonical form ("1-3,5"); blank gives "". Pages beyond
+// the document are found where the document is read.
+func PageRangesOf(field, spec string) (string, error) {
+	if strings.TrimSpace(spec) == "" {
+		return "", nil
+	}
+	bad := invalid.Field(field, "must be pages and ranges such as 1-3,5 (pages count from 1)")
+	parts := strings.Split(spec, ",")
+	if len(parts) > maxRangeItems {
 		return "", bad
 	}
 	out := make([]string, 0, len(parts))
@@ -257,7 +270,7 @@ func pageRanges(p *string) (string, error) {
 		}
 		to, err := strconv.Atoi(m[2])
 		if err != nil || to < from || to > maxPageNumber {
-			return "", invalid.Field("pageRanges", fmt.Sprintf("range %s-%s ends before it starts or past page %d", m[1], m[2], maxPageNumber))
+			return "", invalid.Field(field, fmt.Sprintf("range %s-%s ends before it starts or past page %d", m[1], m[2], maxPageNumber))
 		}
 		out = append(out, strconv.Itoa(from)+"-"+strconv.Itoa(to))
 	}

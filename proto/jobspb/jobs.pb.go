@@ -1634,6 +1634,7 @@ type Job struct {
 	//	*Job_BatchDocument
 	//	*Job_Inspect
 	//	*Job_Slice
+	//	*Job_Tool
 	Kind          isJob_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1772,6 +1773,15 @@ func (x *Job) GetSlice() *SliceJob {
 	return nil
 }
 
+func (x *Job) GetTool() *ToolJob {
+	if x != nil {
+		if x, ok := x.Kind.(*Job_Tool); ok {
+			return x.Tool
+		}
+	}
+	return nil
+}
+
 type isJob_Kind interface {
 	isJob_Kind()
 }
@@ -1800,6 +1810,10 @@ type Job_Slice struct {
 	Slice *SliceJob `protobuf:"bytes,15,opt,name=slice,proto3,oneof"`
 }
 
+type Job_Tool struct {
+	Tool *ToolJob `protobuf:"bytes,16,opt,name=tool,proto3,oneof"`
+}
+
 func (*Job_Render) isJob_Kind() {}
 
 func (*Job_Merge) isJob_Kind() {}
@@ -1811,6 +1825,8 @@ func (*Job_BatchDocument) isJob_Kind() {}
 func (*Job_Inspect) isJob_Kind() {}
 
 func (*Job_Slice) isJob_Kind() {}
+
+func (*Job_Tool) isJob_Kind() {}
 
 // SliceJob prints one slice of a long document split by the job that took
 // it (DESIGN §10), on whichever worker has a free slot: the parent job
@@ -1960,6 +1976,629 @@ func (x *InspectJob) GetInputName() string {
 	return ""
 }
 
+// ToolJob is one of DESIGN §11's PDF tools on one uploaded PDF (POST
+// /pdf/split, /pdf/pages, /pdf/flatten, /pdf/optimize, /pdf/metadata,
+// /pdf/text, /pdf/images). The tool's parameters are checked by the gateway
+// as far as they can be without the document; the worker checks the rest
+// (pages past the end) and names the field (Result.error_field).
+type ToolJob struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	InputKey string                 `protobuf:"bytes,1,opt,name=input_key,json=inputKey,proto3" json:"input_key,omitempty"`
+	// The client's name of the file, for error messages and output names.
+	InputName string `protobuf:"bytes,2,opt,name=input_name,json=inputName,proto3" json:"input_name,omitempty"`
+	// The output's name without extension: split and images name their ZIP
+	// entries after it.
+	FileName string `protobuf:"bytes,3,opt,name=file_name,json=fileName,proto3" json:"file_name,omitempty"`
+	// Types that are valid to be assigned to Tool:
+	//
+	//	*ToolJob_Split
+	//	*ToolJob_Pages
+	//	*ToolJob_Flatten
+	//	*ToolJob_Optimize
+	//	*ToolJob_Metadata
+	//	*ToolJob_Text
+	//	*ToolJob_Images
+	Tool          isToolJob_Tool `protobuf_oneof:"tool"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolJob) Reset() {
+	*x = ToolJob{}
+	mi := &file_jobs_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolJob) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolJob) ProtoMessage() {}
+
+func (x *ToolJob) ProtoReflect() protoreflect.Message {
+	mi := &file_jobs_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolJob.ProtoReflect.Descriptor instead.
+func (*ToolJob) Descriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ToolJob) GetInputKey() string {
+	if x != nil {
+		return x.InputKey
+	}
+	return ""
+}
+
+func (x *ToolJob) GetInputName() string {
+	if x != nil {
+		return x.InputName
+	}
+	return ""
+}
+
+func (x *ToolJob) GetFileName() string {
+	if x != nil {
+		return x.FileName
+	}
+	return ""
+}
+
+func (x *ToolJob) GetTool() isToolJob_Tool {
+	if x != nil {
+		return x.Tool
+	}
+	return nil
+}
+
+func (x *ToolJob) GetSplit() *SplitTool {
+	if x != nil {
+		if x, ok := x.Tool.(*ToolJob_Split); ok {
+			return x.Split
+		}
+	}
+	return nil
+}
+
+func (x *ToolJob) GetPages() *PagesTool {
+	if x != nil {
+		if x, ok := x.Tool.(*ToolJob_Pages); ok {
+			return x.Pages
+		}
+	}
+	return nil
+}
+
+func (x *ToolJob) GetFlatten() *FlattenTool {
+	if x != nil {
+		if x, ok := x.Tool.(*ToolJob_Flatten); ok {
+			return x.Flatten
+		}
+	}
+	return nil
+}
+
+func (x *ToolJob) GetOptimize() *OptimizeTool {
+	if x != nil {
+		if x, ok := x.Tool.(*ToolJob_Optimize); ok {
+			return x.Optimize
+		}
+	}
+	return nil
+}
+
+func (x *ToolJob) GetMetadata() *MetadataTool {
+	if x != nil {
+		if x, ok := x.Tool.(*ToolJob_Metadata); ok {
+			return x.Metadata
+		}
+	}
+	return nil
+}
+
+func (x *ToolJob) GetText() *TextTool {
+	if x != nil {
+		if x, ok := x.Tool.(*ToolJob_Text); ok {
+			return x.Text
+		}
+	}
+	return nil
+}
+
+func (x *ToolJob) GetImages() *ImagesTool {
+	if x != nil {
+		if x, ok := x.Tool.(*ToolJob_Images); ok {
+			return x.Images
+		}
+	}
+	return nil
+}
+
+type isToolJob_Tool interface {
+	isToolJob_Tool()
+}
+
+type ToolJob_Split struct {
+	Split *SplitTool `protobuf:"bytes,10,opt,name=split,proto3,oneof"`
+}
+
+type ToolJob_Pages struct {
+	Pages *PagesTool `protobuf:"bytes,11,opt,name=pages,proto3,oneof"`
+}
+
+type ToolJob_Flatten struct {
+	Flatten *FlattenTool `protobuf:"bytes,12,opt,name=flatten,proto3,oneof"`
+}
+
+type ToolJob_Optimize struct {
+	Optimize *OptimizeTool `protobuf:"bytes,13,opt,name=optimize,proto3,oneof"`
+}
+
+type ToolJob_Metadata struct {
+	Metadata *MetadataTool `protobuf:"bytes,14,opt,name=metadata,proto3,oneof"`
+}
+
+type ToolJob_Text struct {
+	Text *TextTool `protobuf:"bytes,15,opt,name=text,proto3,oneof"`
+}
+
+type ToolJob_Images struct {
+	Images *ImagesTool `protobuf:"bytes,16,opt,name=images,proto3,oneof"`
+}
+
+func (*ToolJob_Split) isToolJob_Tool() {}
+
+func (*ToolJob_Pages) isToolJob_Tool() {}
+
+func (*ToolJob_Flatten) isToolJob_Tool() {}
+
+func (*ToolJob_Optimize) isToolJob_Tool() {}
+
+func (*ToolJob_Metadata) isToolJob_Tool() {}
+
+func (*ToolJob_Text) isToolJob_Tool() {}
+
+func (*ToolJob_Images) isToolJob_Tool() {}
+
+// SplitTool: ranges ("1-3,4-9", one file each) or every (pages a file).
+type SplitTool struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ranges        string                 `protobuf:"bytes,1,opt,name=ranges,proto3" json:"ranges,omitempty"`
+	Every         int32                  `protobuf:"varint,2,opt,name=every,proto3" json:"every,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SplitTool) Reset() {
+	*x = SplitTool{}
+	mi := &file_jobs_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SplitTool) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SplitTool) ProtoMessage() {}
+
+func (x *SplitTool) ProtoReflect() protoreflect.Message {
+	mi := &file_jobs_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SplitTool.ProtoReflect.Descriptor instead.
+func (*SplitTool) Descriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *SplitTool) GetRanges() string {
+	if x != nil {
+		return x.Ranges
+	}
+	return ""
+}
+
+func (x *SplitTool) GetEvery() int32 {
+	if x != nil {
+		return x.Every
+	}
+	return 0
+}
+
+// PagesTool: select ("3,1-2"; empty: all in order), rotate (page ranges to
+// clockwise degrees), delete ("2,5-6").
+type PagesTool struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Select        string                 `protobuf:"bytes,1,opt,name=select,proto3" json:"select,omitempty"`
+	Rotate        map[string]int32       `protobuf:"bytes,2,rep,name=rotate,proto3" json:"rotate,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	Delete        string                 `protobuf:"bytes,3,opt,name=delete,proto3" json:"delete,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PagesTool) Reset() {
+	*x = PagesTool{}
+	mi := &file_jobs_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PagesTool) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PagesTool) ProtoMessage() {}
+
+func (x *PagesTool) ProtoReflect() protoreflect.Message {
+	mi := &file_jobs_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PagesTool.ProtoReflect.Descriptor instead.
+func (*PagesTool) Descriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *PagesTool) GetSelect() string {
+	if x != nil {
+		return x.Select
+	}
+	return ""
+}
+
+func (x *PagesTool) GetRotate() map[string]int32 {
+	if x != nil {
+		return x.Rotate
+	}
+	return nil
+}
+
+func (x *PagesTool) GetDelete() string {
+	if x != nil {
+		return x.Delete
+	}
+	return ""
+}
+
+// FlattenTool burns form fields and annotations into the pages.
+type FlattenTool struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FlattenTool) Reset() {
+	*x = FlattenTool{}
+	mi := &file_jobs_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FlattenTool) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FlattenTool) ProtoMessage() {}
+
+func (x *FlattenTool) ProtoReflect() protoreflect.Message {
+	mi := &file_jobs_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FlattenTool.ProtoReflect.Descriptor instead.
+func (*FlattenTool) Descriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{22}
+}
+
+// OptimizeTool: image_quality 1-100; max_image_dpi 0 keeps images' size.
+type OptimizeTool struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ImageQuality  int32                  `protobuf:"varint,1,opt,name=image_quality,json=imageQuality,proto3" json:"image_quality,omitempty"`
+	MaxImageDpi   int32                  `protobuf:"varint,2,opt,name=max_image_dpi,json=maxImageDpi,proto3" json:"max_image_dpi,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OptimizeTool) Reset() {
+	*x = OptimizeTool{}
+	mi := &file_jobs_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OptimizeTool) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OptimizeTool) ProtoMessage() {}
+
+func (x *OptimizeTool) ProtoReflect() protoreflect.Message {
+	mi := &file_jobs_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OptimizeTool.ProtoReflect.Descriptor instead.
+func (*OptimizeTool) Descriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *OptimizeTool) GetImageQuality() int32 {
+	if x != nil {
+		return x.ImageQuality
+	}
+	return 0
+}
+
+func (x *OptimizeTool) GetMaxImageDpi() int32 {
+	if x != nil {
+		return x.MaxImageDpi
+	}
+	return 0
+}
+
+// MetadataTool rewrites the Info dictionary and XMP with info.
+type MetadataTool struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Info          *DocInfo               `protobuf:"bytes,1,opt,name=info,proto3" json:"info,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MetadataTool) Reset() {
+	*x = MetadataTool{}
+	mi := &file_jobs_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MetadataTool) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MetadataTool) ProtoMessage() {}
+
+func (x *MetadataTool) ProtoReflect() protoreflect.Message {
+	mi := &file_jobs_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MetadataTool.ProtoReflect.Descriptor instead.
+func (*MetadataTool) Descriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *MetadataTool) GetInfo() *DocInfo {
+	if x != nil {
+		return x.Info
+	}
+	return nil
+}
+
+// TextTool: plain text, or Markdown; pages "1-3,5" (empty: all).
+type TextTool struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Markdown      bool                   `protobuf:"varint,1,opt,name=markdown,proto3" json:"markdown,omitempty"`
+	Pages         string                 `protobuf:"bytes,2,opt,name=pages,proto3" json:"pages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TextTool) Reset() {
+	*x = TextTool{}
+	mi := &file_jobs_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TextTool) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TextTool) ProtoMessage() {}
+
+func (x *TextTool) ProtoReflect() protoreflect.Message {
+	mi := &file_jobs_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TextTool.ProtoReflect.Descriptor instead.
+func (*TextTool) Descriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *TextTool) GetMarkdown() bool {
+	if x != nil {
+		return x.Markdown
+	}
+	return false
+}
+
+func (x *TextTool) GetPages() string {
+	if x != nil {
+		return x.Pages
+	}
+	return ""
+}
+
+// ImagesTool: format png, jpeg or webp; dpi 1-600; pages "1-3,5" (empty: all).
+type ImagesTool struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Format        string                 `protobuf:"bytes,1,opt,name=format,proto3" json:"format,omitempty"`
+	Dpi           int32                  `protobuf:"varint,2,opt,name=dpi,proto3" json:"dpi,omitempty"`
+	Pages         string                 `protobuf:"bytes,3,opt,name=pages,proto3" json:"pages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImagesTool) Reset() {
+	*x = ImagesTool{}
+	mi := &file_jobs_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImagesTool) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImagesTool) ProtoMessage() {}
+
+func (x *ImagesTool) ProtoReflect() protoreflect.Message {
+	mi := &file_jobs_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImagesTool.ProtoReflect.Descriptor instead.
+func (*ImagesTool) Descriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ImagesTool) GetFormat() string {
+	if x != nil {
+		return x.Format
+	}
+	return ""
+}
+
+func (x *ImagesTool) GetDpi() int32 {
+	if x != nil {
+		return x.Dpi
+	}
+	return 0
+}
+
+func (x *ImagesTool) GetPages() string {
+	if x != nil {
+		return x.Pages
+	}
+	return ""
+}
+
+// ToolOutput is what a ToolJob wrote to the job's output key.
+type ToolOutput struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The output's media type: application/pdf, application/zip,
+	// text/plain, text/markdown, image/png, image/jpeg or image/webp.
+	ContentType string `protobuf:"bytes,1,opt,name=content_type,json=contentType,proto3" json:"content_type,omitempty"`
+	// Files in a ZIP (split parts, page images); 0: not a ZIP.
+	Files int32 `protobuf:"varint,2,opt,name=files,proto3" json:"files,omitempty"`
+	// Optimize: the input's size (Result.size is the output's).
+	BytesBefore   int64 `protobuf:"varint,3,opt,name=bytes_before,json=bytesBefore,proto3" json:"bytes_before,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolOutput) Reset() {
+	*x = ToolOutput{}
+	mi := &file_jobs_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolOutput) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolOutput) ProtoMessage() {}
+
+func (x *ToolOutput) ProtoReflect() protoreflect.Message {
+	mi := &file_jobs_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolOutput.ProtoReflect.Descriptor instead.
+func (*ToolOutput) Descriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *ToolOutput) GetContentType() string {
+	if x != nil {
+		return x.ContentType
+	}
+	return ""
+}
+
+func (x *ToolOutput) GetFiles() int32 {
+	if x != nil {
+		return x.Files
+	}
+	return 0
+}
+
+func (x *ToolOutput) GetBytesBefore() int64 {
+	if x != nil {
+		return x.BytesBefore
+	}
+	return 0
+}
+
 // InspectReport is what InspectJob found.
 type InspectReport struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1987,7 +2626,7 @@ type InspectReport struct {
 
 func (x *InspectReport) Reset() {
 	*x = InspectReport{}
-	mi := &file_jobs_proto_msgTypes[19]
+	mi := &file_jobs_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1999,7 +2638,7 @@ func (x *InspectReport) String() string {
 func (*InspectReport) ProtoMessage() {}
 
 func (x *InspectReport) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[19]
+	mi := &file_jobs_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2012,7 +2651,7 @@ func (x *InspectReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectReport.ProtoReflect.Descriptor instead.
 func (*InspectReport) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{19}
+	return file_jobs_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *InspectReport) GetPages() int32 {
@@ -2119,7 +2758,7 @@ type BatchDocumentJob struct {
 
 func (x *BatchDocumentJob) Reset() {
 	*x = BatchDocumentJob{}
-	mi := &file_jobs_proto_msgTypes[20]
+	mi := &file_jobs_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2131,7 +2770,7 @@ func (x *BatchDocumentJob) String() string {
 func (*BatchDocumentJob) ProtoMessage() {}
 
 func (x *BatchDocumentJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[20]
+	mi := &file_jobs_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2144,7 +2783,7 @@ func (x *BatchDocumentJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchDocumentJob.ProtoReflect.Descriptor instead.
 func (*BatchDocumentJob) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{20}
+	return file_jobs_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *BatchDocumentJob) GetBatchId() string {
@@ -2179,7 +2818,7 @@ type ZipJob struct {
 
 func (x *ZipJob) Reset() {
 	*x = ZipJob{}
-	mi := &file_jobs_proto_msgTypes[21]
+	mi := &file_jobs_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2191,7 +2830,7 @@ func (x *ZipJob) String() string {
 func (*ZipJob) ProtoMessage() {}
 
 func (x *ZipJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[21]
+	mi := &file_jobs_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2204,7 +2843,7 @@ func (x *ZipJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ZipJob.ProtoReflect.Descriptor instead.
 func (*ZipJob) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{21}
+	return file_jobs_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ZipJob) GetBatchId() string {
@@ -2232,7 +2871,7 @@ type WebhookDelivery struct {
 
 func (x *WebhookDelivery) Reset() {
 	*x = WebhookDelivery{}
-	mi := &file_jobs_proto_msgTypes[22]
+	mi := &file_jobs_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2244,7 +2883,7 @@ func (x *WebhookDelivery) String() string {
 func (*WebhookDelivery) ProtoMessage() {}
 
 func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[22]
+	mi := &file_jobs_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2257,7 +2896,7 @@ func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDelivery.ProtoReflect.Descriptor instead.
 func (*WebhookDelivery) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{22}
+	return file_jobs_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *WebhookDelivery) GetDeliveryId() string {
@@ -2315,7 +2954,7 @@ type FailedRequest struct {
 
 func (x *FailedRequest) Reset() {
 	*x = FailedRequest{}
-	mi := &file_jobs_proto_msgTypes[23]
+	mi := &file_jobs_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2327,7 +2966,7 @@ func (x *FailedRequest) String() string {
 func (*FailedRequest) ProtoMessage() {}
 
 func (x *FailedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[23]
+	mi := &file_jobs_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2340,7 +2979,7 @@ func (x *FailedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailedRequest.ProtoReflect.Descriptor instead.
 func (*FailedRequest) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{23}
+	return file_jobs_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *FailedRequest) GetUrl() string {
@@ -2396,7 +3035,7 @@ type Report struct {
 
 func (x *Report) Reset() {
 	*x = Report{}
-	mi := &file_jobs_proto_msgTypes[24]
+	mi := &file_jobs_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2408,7 +3047,7 @@ func (x *Report) String() string {
 func (*Report) ProtoMessage() {}
 
 func (x *Report) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[24]
+	mi := &file_jobs_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2421,7 +3060,7 @@ func (x *Report) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Report.ProtoReflect.Descriptor instead.
 func (*Report) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{24}
+	return file_jobs_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Report) GetPages() int32 {
@@ -2534,14 +3173,19 @@ type Result struct {
 	BatchIndex   int32                  `protobuf:"varint,8,opt,name=batch_index,json=batchIndex,proto3" json:"batch_index,omitempty"`
 	Report       *Report                `protobuf:"bytes,9,opt,name=report,proto3" json:"report,omitempty"`
 	// An InspectJob's findings.
-	Inspect       *InspectReport `protobuf:"bytes,10,opt,name=inspect,proto3" json:"inspect,omitempty"`
+	Inspect *InspectReport `protobuf:"bytes,10,opt,name=inspect,proto3" json:"inspect,omitempty"`
+	// With ERROR_KIND_BAD_INPUT: the request field to blame ("ranges",
+	// "pages", "dpi", "files"), which the gateway's error body names.
+	ErrorField string `protobuf:"bytes,11,opt,name=error_field,json=errorField,proto3" json:"error_field,omitempty"`
+	// What a ToolJob wrote.
+	Tool          *ToolOutput `protobuf:"bytes,12,opt,name=tool,proto3" json:"tool,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_jobs_proto_msgTypes[25]
+	mi := &file_jobs_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2553,7 +3197,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[25]
+	mi := &file_jobs_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2566,7 +3210,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{25}
+	return file_jobs_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Result) GetJobId() string {
@@ -2639,6 +3283,20 @@ func (x *Result) GetInspect() *InspectReport {
 	return nil
 }
 
+func (x *Result) GetErrorField() string {
+	if x != nil {
+		return x.ErrorField
+	}
+	return ""
+}
+
+func (x *Result) GetTool() *ToolOutput {
+	if x != nil {
+		return x.Tool
+	}
+	return nil
+}
+
 type InspectReport_PageSize struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Width         float64                `protobuf:"fixed64,1,opt,name=width,proto3" json:"width,omitempty"`
@@ -2649,7 +3307,7 @@ type InspectReport_PageSize struct {
 
 func (x *InspectReport_PageSize) Reset() {
 	*x = InspectReport_PageSize{}
-	mi := &file_jobs_proto_msgTypes[27]
+	mi := &file_jobs_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2661,7 +3319,7 @@ func (x *InspectReport_PageSize) String() string {
 func (*InspectReport_PageSize) ProtoMessage() {}
 
 func (x *InspectReport_PageSize) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[27]
+	mi := &file_jobs_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2674,7 +3332,7 @@ func (x *InspectReport_PageSize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectReport_PageSize.ProtoReflect.Descriptor instead.
 func (*InspectReport_PageSize) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{19, 0}
+	return file_jobs_proto_rawDescGZIP(), []int{28, 0}
 }
 
 func (x *InspectReport_PageSize) GetWidth() float64 {
@@ -2701,7 +3359,7 @@ type InspectReport_Font struct {
 
 func (x *InspectReport_Font) Reset() {
 	*x = InspectReport_Font{}
-	mi := &file_jobs_proto_msgTypes[28]
+	mi := &file_jobs_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2713,7 +3371,7 @@ func (x *InspectReport_Font) String() string {
 func (*InspectReport_Font) ProtoMessage() {}
 
 func (x *InspectReport_Font) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[28]
+	mi := &file_jobs_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2726,7 +3384,7 @@ func (x *InspectReport_Font) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectReport_Font.ProtoReflect.Descriptor instead.
 func (*InspectReport_Font) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{19, 1}
+	return file_jobs_proto_rawDescGZIP(), []int{28, 1}
 }
 
 func (x *InspectReport_Font) GetName() string {
@@ -2755,7 +3413,7 @@ type InspectReport_Attachment struct {
 
 func (x *InspectReport_Attachment) Reset() {
 	*x = InspectReport_Attachment{}
-	mi := &file_jobs_proto_msgTypes[29]
+	mi := &file_jobs_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2767,7 +3425,7 @@ func (x *InspectReport_Attachment) String() string {
 func (*InspectReport_Attachment) ProtoMessage() {}
 
 func (x *InspectReport_Attachment) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[29]
+	mi := &file_jobs_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2780,7 +3438,7 @@ func (x *InspectReport_Attachment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectReport_Attachment.ProtoReflect.Descriptor instead.
 func (*InspectReport_Attachment) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{19, 2}
+	return file_jobs_proto_rawDescGZIP(), []int{28, 2}
 }
 
 func (x *InspectReport_Attachment) GetFileName() string {
@@ -2829,7 +3487,7 @@ type InspectReport_Signature struct {
 
 func (x *InspectReport_Signature) Reset() {
 	*x = InspectReport_Signature{}
-	mi := &file_jobs_proto_msgTypes[31]
+	mi := &file_jobs_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2841,7 +3499,7 @@ func (x *InspectReport_Signature) String() string {
 func (*InspectReport_Signature) ProtoMessage() {}
 
 func (x *InspectReport_Signature) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[31]
+	mi := &file_jobs_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2854,7 +3512,7 @@ func (x *InspectReport_Signature) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectReport_Signature.ProtoReflect.Descriptor instead.
 func (*InspectReport_Signature) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{19, 4}
+	return file_jobs_proto_rawDescGZIP(), []int{28, 4}
 }
 
 func (x *InspectReport_Signature) GetSigner() string {
@@ -3041,7 +3699,7 @@ const file_jobs_proto_rawDesc = "" +
 	"\n" +
 	"encryption\x18\x05 \x01(\v2\x1d.docrender.jobs.v1.EncryptionR\n" +
 	"encryption\x121\n" +
-	"\x06record\x18\x06 \x01(\v2\x19.docrender.jobs.v1.RecordR\x06record\"\xbb\x04\n" +
+	"\x06record\x18\x06 \x01(\v2\x19.docrender.jobs.v1.RecordR\x06record\"\xed\x04\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -3059,7 +3717,8 @@ const file_jobs_proto_rawDesc = "" +
 	"\x03zip\x18\f \x01(\v2\x19.docrender.jobs.v1.ZipJobH\x00R\x03zip\x12L\n" +
 	"\x0ebatch_document\x18\r \x01(\v2#.docrender.jobs.v1.BatchDocumentJobH\x00R\rbatchDocument\x129\n" +
 	"\ainspect\x18\x0e \x01(\v2\x1d.docrender.jobs.v1.InspectJobH\x00R\ainspect\x123\n" +
-	"\x05slice\x18\x0f \x01(\v2\x1b.docrender.jobs.v1.SliceJobH\x00R\x05sliceB\x06\n" +
+	"\x05slice\x18\x0f \x01(\v2\x1b.docrender.jobs.v1.SliceJobH\x00R\x05slice\x120\n" +
+	"\x04tool\x18\x10 \x01(\v2\x1a.docrender.jobs.v1.ToolJobH\x00R\x04toolB\x06\n" +
 	"\x04kindJ\x04\b\x04\x10\x05J\x04\b\x05\x10\x06R\bbatch_idR\vbatch_index\"\xca\x01\n" +
 	"\bSliceJob\x12\x1b\n" +
 	"\tparent_id\x18\x01 \x01(\tR\bparentId\x12\x14\n" +
@@ -3072,7 +3731,50 @@ const file_jobs_proto_rawDesc = "" +
 	"InspectJob\x12\x1b\n" +
 	"\tinput_key\x18\x01 \x01(\tR\binputKey\x12\x1d\n" +
 	"\n" +
-	"input_name\x18\x02 \x01(\tR\tinputName\"\xcf\b\n" +
+	"input_name\x18\x02 \x01(\tR\tinputName\"\xfc\x03\n" +
+	"\aToolJob\x12\x1b\n" +
+	"\tinput_key\x18\x01 \x01(\tR\binputKey\x12\x1d\n" +
+	"\n" +
+	"input_name\x18\x02 \x01(\tR\tinputName\x12\x1b\n" +
+	"\tfile_name\x18\x03 \x01(\tR\bfileName\x124\n" +
+	"\x05split\x18\n" +
+	" \x01(\v2\x1c.docrender.jobs.v1.SplitToolH\x00R\x05split\x124\n" +
+	"\x05pages\x18\v \x01(\v2\x1c.docrender.jobs.v1.PagesToolH\x00R\x05pages\x12:\n" +
+	"\aflatten\x18\f \x01(\v2\x1e.docrender.jobs.v1.FlattenToolH\x00R\aflatten\x12=\n" +
+	"\boptimize\x18\r \x01(\v2\x1f.docrender.jobs.v1.OptimizeToolH\x00R\boptimize\x12=\n" +
+	"\bmetadata\x18\x0e \x01(\v2\x1f.docrender.jobs.v1.MetadataToolH\x00R\bmetadata\x121\n" +
+	"\x04text\x18\x0f \x01(\v2\x1b.docrender.jobs.v1.TextToolH\x00R\x04text\x127\n" +
+	"\x06images\x18\x10 \x01(\v2\x1d.docrender.jobs.v1.ImagesToolH\x00R\x06imagesB\x06\n" +
+	"\x04tool\"9\n" +
+	"\tSplitTool\x12\x16\n" +
+	"\x06ranges\x18\x01 \x01(\tR\x06ranges\x12\x14\n" +
+	"\x05every\x18\x02 \x01(\x05R\x05every\"\xb8\x01\n" +
+	"\tPagesTool\x12\x16\n" +
+	"\x06select\x18\x01 \x01(\tR\x06select\x12@\n" +
+	"\x06rotate\x18\x02 \x03(\v2(.docrender.jobs.v1.PagesTool.RotateEntryR\x06rotate\x12\x16\n" +
+	"\x06delete\x18\x03 \x01(\tR\x06delete\x1a9\n" +
+	"\vRotateEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\r\n" +
+	"\vFlattenTool\"W\n" +
+	"\fOptimizeTool\x12#\n" +
+	"\rimage_quality\x18\x01 \x01(\x05R\fimageQuality\x12\"\n" +
+	"\rmax_image_dpi\x18\x02 \x01(\x05R\vmaxImageDpi\">\n" +
+	"\fMetadataTool\x12.\n" +
+	"\x04info\x18\x01 \x01(\v2\x1a.docrender.jobs.v1.DocInfoR\x04info\"<\n" +
+	"\bTextTool\x12\x1a\n" +
+	"\bmarkdown\x18\x01 \x01(\bR\bmarkdown\x12\x14\n" +
+	"\x05pages\x18\x02 \x01(\tR\x05pages\"L\n" +
+	"\n" +
+	"ImagesTool\x12\x16\n" +
+	"\x06format\x18\x01 \x01(\tR\x06format\x12\x10\n" +
+	"\x03dpi\x18\x02 \x01(\x05R\x03dpi\x12\x14\n" +
+	"\x05pages\x18\x03 \x01(\tR\x05pages\"h\n" +
+	"\n" +
+	"ToolOutput\x12!\n" +
+	"\fcontent_type\x18\x01 \x01(\tR\vcontentType\x12\x14\n" +
+	"\x05files\x18\x02 \x01(\x05R\x05files\x12!\n" +
+	"\fbytes_before\x18\x03 \x01(\x03R\vbytesBefore\"\xcf\b\n" +
 	"\rInspectReport\x12\x14\n" +
 	"\x05pages\x18\x01 \x01(\x05R\x05pages\x12H\n" +
 	"\n" +
@@ -3148,7 +3850,7 @@ const file_jobs_proto_rawDesc = "" +
 	"\x16conformance_violations\x18\v \x03(\tR\x15conformanceViolations\x12I\n" +
 	"\x0ftemplate_errors\x18\f \x03(\v2 .docrender.jobs.v1.TemplateErrorR\x0etemplateErrors\x12\x16\n" +
 	"\x06passes\x18\r \x01(\x05R\x06passes\x12\x16\n" +
-	"\x06slices\x18\x0e \x01(\x05R\x06slices\"\xf5\x02\n" +
+	"\x06slices\x18\x0e \x01(\x05R\x06slices\"\xc9\x03\n" +
 	"\x06Result\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12;\n" +
 	"\n" +
@@ -3163,7 +3865,10 @@ const file_jobs_proto_rawDesc = "" +
 	"batchIndex\x121\n" +
 	"\x06report\x18\t \x01(\v2\x19.docrender.jobs.v1.ReportR\x06report\x12:\n" +
 	"\ainspect\x18\n" +
-	" \x01(\v2 .docrender.jobs.v1.InspectReportR\ainspect*4\n" +
+	" \x01(\v2 .docrender.jobs.v1.InspectReportR\ainspect\x12\x1f\n" +
+	"\verror_field\x18\v \x01(\tR\n" +
+	"errorField\x121\n" +
+	"\x04tool\x18\f \x01(\v2\x1d.docrender.jobs.v1.ToolOutputR\x04tool*4\n" +
 	"\x05Split\x12\x0e\n" +
 	"\n" +
 	"SPLIT_AUTO\x10\x00\x12\f\n" +
@@ -3190,7 +3895,7 @@ func file_jobs_proto_rawDescGZIP() []byte {
 }
 
 var file_jobs_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_jobs_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_jobs_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
 var file_jobs_proto_goTypes = []any{
 	(Split)(0),                       // 0: docrender.jobs.v1.Split
 	(ErrorKind)(0),                   // 1: docrender.jobs.v1.ErrorKind
@@ -3213,19 +3918,29 @@ var file_jobs_proto_goTypes = []any{
 	(*Job)(nil),                      // 18: docrender.jobs.v1.Job
 	(*SliceJob)(nil),                 // 19: docrender.jobs.v1.SliceJob
 	(*InspectJob)(nil),               // 20: docrender.jobs.v1.InspectJob
-	(*InspectReport)(nil),            // 21: docrender.jobs.v1.InspectReport
-	(*BatchDocumentJob)(nil),         // 22: docrender.jobs.v1.BatchDocumentJob
-	(*ZipJob)(nil),                   // 23: docrender.jobs.v1.ZipJob
-	(*WebhookDelivery)(nil),          // 24: docrender.jobs.v1.WebhookDelivery
-	(*FailedRequest)(nil),            // 25: docrender.jobs.v1.FailedRequest
-	(*Report)(nil),                   // 26: docrender.jobs.v1.Report
-	(*Result)(nil),                   // 27: docrender.jobs.v1.Result
-	nil,                              // 28: docrender.jobs.v1.PageURL.ExtraHttpHeadersEntry
-	(*InspectReport_PageSize)(nil),   // 29: docrender.jobs.v1.InspectReport.PageSize
-	(*InspectReport_Font)(nil),       // 30: docrender.jobs.v1.InspectReport.Font
-	(*InspectReport_Attachment)(nil), // 31: docrender.jobs.v1.InspectReport.Attachment
-	nil,                              // 32: docrender.jobs.v1.InspectReport.MetadataEntry
-	(*InspectReport_Signature)(nil),  // 33: docrender.jobs.v1.InspectReport.Signature
+	(*ToolJob)(nil),                  // 21: docrender.jobs.v1.ToolJob
+	(*SplitTool)(nil),                // 22: docrender.jobs.v1.SplitTool
+	(*PagesTool)(nil),                // 23: docrender.jobs.v1.PagesTool
+	(*FlattenTool)(nil),              // 24: docrender.jobs.v1.FlattenTool
+	(*OptimizeTool)(nil),             // 25: docrender.jobs.v1.OptimizeTool
+	(*MetadataTool)(nil),             // 26: docrender.jobs.v1.MetadataTool
+	(*TextTool)(nil),                 // 27: docrender.jobs.v1.TextTool
+	(*ImagesTool)(nil),               // 28: docrender.jobs.v1.ImagesTool
+	(*ToolOutput)(nil),               // 29: docrender.jobs.v1.ToolOutput
+	(*InspectReport)(nil),            // 30: docrender.jobs.v1.InspectReport
+	(*BatchDocumentJob)(nil),         // 31: docrender.jobs.v1.BatchDocumentJob
+	(*ZipJob)(nil),                   // 32: docrender.jobs.v1.ZipJob
+	(*WebhookDelivery)(nil),          // 33: docrender.jobs.v1.WebhookDelivery
+	(*FailedRequest)(nil),            // 34: docrender.jobs.v1.FailedRequest
+	(*Report)(nil),                   // 35: docrender.jobs.v1.Report
+	(*Result)(nil),                   // 36: docrender.jobs.v1.Result
+	nil,                              // 37: docrender.jobs.v1.PageURL.ExtraHttpHeadersEntry
+	nil,                              // 38: docrender.jobs.v1.PagesTool.RotateEntry
+	(*InspectReport_PageSize)(nil),   // 39: docrender.jobs.v1.InspectReport.PageSize
+	(*InspectReport_Font)(nil),       // 40: docrender.jobs.v1.InspectReport.Font
+	(*InspectReport_Attachment)(nil), // 41: docrender.jobs.v1.InspectReport.Attachment
+	nil,                              // 42: docrender.jobs.v1.InspectReport.MetadataEntry
+	(*InspectReport_Signature)(nil),  // 43: docrender.jobs.v1.InspectReport.Signature
 }
 var file_jobs_proto_depIdxs = []int32{
 	0,  // 0: docrender.jobs.v1.Print.split:type_name -> docrender.jobs.v1.Split
@@ -3233,7 +3948,7 @@ var file_jobs_proto_depIdxs = []int32{
 	5,  // 2: docrender.jobs.v1.Record.attachments:type_name -> docrender.jobs.v1.Attachment
 	6,  // 3: docrender.jobs.v1.Record.einvoice:type_name -> docrender.jobs.v1.EInvoice
 	8,  // 4: docrender.jobs.v1.Record.sign:type_name -> docrender.jobs.v1.Signature
-	28, // 5: docrender.jobs.v1.PageURL.extra_http_headers:type_name -> docrender.jobs.v1.PageURL.ExtraHttpHeadersEntry
+	37, // 5: docrender.jobs.v1.PageURL.extra_http_headers:type_name -> docrender.jobs.v1.PageURL.ExtraHttpHeadersEntry
 	12, // 6: docrender.jobs.v1.PageURL.cookies:type_name -> docrender.jobs.v1.Cookie
 	2,  // 7: docrender.jobs.v1.RenderJob.page:type_name -> docrender.jobs.v1.Page
 	3,  // 8: docrender.jobs.v1.RenderJob.watermark:type_name -> docrender.jobs.v1.Watermark
@@ -3249,27 +3964,38 @@ var file_jobs_proto_depIdxs = []int32{
 	9,  // 18: docrender.jobs.v1.MergeJob.record:type_name -> docrender.jobs.v1.Record
 	14, // 19: docrender.jobs.v1.Job.render:type_name -> docrender.jobs.v1.RenderJob
 	17, // 20: docrender.jobs.v1.Job.merge:type_name -> docrender.jobs.v1.MergeJob
-	23, // 21: docrender.jobs.v1.Job.zip:type_name -> docrender.jobs.v1.ZipJob
-	22, // 22: docrender.jobs.v1.Job.batch_document:type_name -> docrender.jobs.v1.BatchDocumentJob
+	32, // 21: docrender.jobs.v1.Job.zip:type_name -> docrender.jobs.v1.ZipJob
+	31, // 22: docrender.jobs.v1.Job.batch_document:type_name -> docrender.jobs.v1.BatchDocumentJob
 	20, // 23: docrender.jobs.v1.Job.inspect:type_name -> docrender.jobs.v1.InspectJob
 	19, // 24: docrender.jobs.v1.Job.slice:type_name -> docrender.jobs.v1.SliceJob
-	14, // 25: docrender.jobs.v1.SliceJob.render:type_name -> docrender.jobs.v1.RenderJob
-	29, // 26: docrender.jobs.v1.InspectReport.page_sizes:type_name -> docrender.jobs.v1.InspectReport.PageSize
-	32, // 27: docrender.jobs.v1.InspectReport.metadata:type_name -> docrender.jobs.v1.InspectReport.MetadataEntry
-	30, // 28: docrender.jobs.v1.InspectReport.fonts:type_name -> docrender.jobs.v1.InspectReport.Font
-	31, // 29: docrender.jobs.v1.InspectReport.attachments:type_name -> docrender.jobs.v1.InspectReport.Attachment
-	33, // 30: docrender.jobs.v1.InspectReport.signatures:type_name -> docrender.jobs.v1.InspectReport.Signature
-	14, // 31: docrender.jobs.v1.BatchDocumentJob.render:type_name -> docrender.jobs.v1.RenderJob
-	25, // 32: docrender.jobs.v1.Report.failed_requests:type_name -> docrender.jobs.v1.FailedRequest
-	16, // 33: docrender.jobs.v1.Report.template_errors:type_name -> docrender.jobs.v1.TemplateError
-	1,  // 34: docrender.jobs.v1.Result.error_kind:type_name -> docrender.jobs.v1.ErrorKind
-	26, // 35: docrender.jobs.v1.Result.report:type_name -> docrender.jobs.v1.Report
-	21, // 36: docrender.jobs.v1.Result.inspect:type_name -> docrender.jobs.v1.InspectReport
-	37, // [37:37] is the sub-list for method output_type
-	37, // [37:37] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	21, // 25: docrender.jobs.v1.Job.tool:type_name -> docrender.jobs.v1.ToolJob
+	14, // 26: docrender.jobs.v1.SliceJob.render:type_name -> docrender.jobs.v1.RenderJob
+	22, // 27: docrender.jobs.v1.ToolJob.split:type_name -> docrender.jobs.v1.SplitTool
+	23, // 28: docrender.jobs.v1.ToolJob.pages:type_name -> docrender.jobs.v1.PagesTool
+	24, // 29: docrender.jobs.v1.ToolJob.flatten:type_name -> docrender.jobs.v1.FlattenTool
+	25, // 30: docrender.jobs.v1.ToolJob.optimize:type_name -> docrender.jobs.v1.OptimizeTool
+	26, // 31: docrender.jobs.v1.ToolJob.metadata:type_name -> docrender.jobs.v1.MetadataTool
+	27, // 32: docrender.jobs.v1.ToolJob.text:type_name -> docrender.jobs.v1.TextTool
+	28, // 33: docrender.jobs.v1.ToolJob.images:type_name -> docrender.jobs.v1.ImagesTool
+	38, // 34: docrender.jobs.v1.PagesTool.rotate:type_name -> docrender.jobs.v1.PagesTool.RotateEntry
+	10, // 35: docrender.jobs.v1.MetadataTool.info:type_name -> docrender.jobs.v1.DocInfo
+	39, // 36: docrender.jobs.v1.InspectReport.page_sizes:type_name -> docrender.jobs.v1.InspectReport.PageSize
+	42, // 37: docrender.jobs.v1.InspectReport.metadata:type_name -> docrender.jobs.v1.InspectReport.MetadataEntry
+	40, // 38: docrender.jobs.v1.InspectReport.fonts:type_name -> docrender.jobs.v1.InspectReport.Font
+	41, // 39: docrender.jobs.v1.InspectReport.attachments:type_name -> docrender.jobs.v1.InspectReport.Attachment
+	43, // 40: docrender.jobs.v1.InspectReport.signatures:type_name -> docrender.jobs.v1.InspectReport.Signature
+	14, // 41: docrender.jobs.v1.BatchDocumentJob.render:type_name -> docrender.jobs.v1.RenderJob
+	34, // 42: docrender.jobs.v1.Report.failed_requests:type_name -> docrender.jobs.v1.FailedRequest
+	16, // 43: docrender.jobs.v1.Report.template_errors:type_name -> docrender.jobs.v1.TemplateError
+	1,  // 44: docrender.jobs.v1.Result.error_kind:type_name -> docrender.jobs.v1.ErrorKind
+	35, // 45: docrender.jobs.v1.Result.report:type_name -> docrender.jobs.v1.Report
+	30, // 46: docrender.jobs.v1.Result.inspect:type_name -> docrender.jobs.v1.InspectReport
+	29, // 47: docrender.jobs.v1.Result.tool:type_name -> docrender.jobs.v1.ToolOutput
+	48, // [48:48] is the sub-list for method output_type
+	48, // [48:48] is the sub-list for method input_type
+	48, // [48:48] is the sub-list for extension type_name
+	48, // [48:48] is the sub-list for extension extendee
+	0,  // [0:48] is the sub-list for field type_name
 }
 
 func init() { file_jobs_proto_init() }
@@ -3284,6 +4010,16 @@ func file_jobs_proto_init() {
 		(*Job_BatchDocument)(nil),
 		(*Job_Inspect)(nil),
 		(*Job_Slice)(nil),
+		(*Job_Tool)(nil),
+	}
+	file_jobs_proto_msgTypes[19].OneofWrappers = []any{
+		(*ToolJob_Split)(nil),
+		(*ToolJob_Pages)(nil),
+		(*ToolJob_Flatten)(nil),
+		(*ToolJob_Optimize)(nil),
+		(*ToolJob_Metadata)(nil),
+		(*ToolJob_Text)(nil),
+		(*ToolJob_Images)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3291,7 +4027,7 @@ func file_jobs_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jobs_proto_rawDesc), len(file_jobs_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   32,
+			NumMessages:   42,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -22,7 +22,7 @@ func WorkerKinds() []string { return []string{KindChromium, KindPDF, KindOffice}
 // WorkerKind is the kind of worker that takes j.
 func (j *Job) WorkerKind() string {
 	switch j.GetKind().(type) {
-	case *Job_Merge, *Job_Zip, *Job_Inspect:
+	case *Job_Merge, *Job_Zip, *Job_Inspect, *Job_Tool:
 		return KindPDF
 	}
 	return KindChromium
@@ -42,6 +42,31 @@ func (j *Job) Op() string {
 		return "inspect"
 	case *Job_Slice:
 		return "slice"
+	case *Job_Tool:
+		return j.GetTool().Op()
 	}
 	return "render"
+}
+
+// Op names the tool ("split", "pages", "flatten", "optimize", "metadata",
+// "text", "images"): the route's last path element and its job's subject
+// token, so each tool's depth and traces read apart.
+func (t *ToolJob) Op() string {
+	switch t.GetTool().(type) {
+	case *ToolJob_Split:
+		return "split"
+	case *ToolJob_Pages:
+		return "pages"
+	case *ToolJob_Flatten:
+		return "flatten"
+	case *ToolJob_Optimize:
+		return "optimize"
+	case *ToolJob_Metadata:
+		return "metadata"
+	case *ToolJob_Text:
+		return "text"
+	case *ToolJob_Images:
+		return "images"
+	}
+	return "tool"
 }

@@ -1,0 +1,264 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/docrender/docrender/pkg/blob"
+	"github.com/docrender/docrender/pkg/invalid"
+	"github.com/docrender/docrender/pkg/pdfopts"
+	"github.com/docrender/docrender/pkg/tracing"
+	"github.com/docrender/docrender/proto/jobspb"
+	"github.com/docrender/docrender/worker/pdfedit"
+	"github.com/docrender/docrender/worker/pdfium"
+)
+
+// toolOutput is what a tool made, before it is stored.
+type toolOutput struct {
+	data  []byte
+	pages int
+	meta  *jobspb.ToolOutput
+}
+
+// handleTool runs one of DESIGN §11's PDF tools on the uploaded PDF and
+// stores its output. Whatever the document makes of the options (a page
+// past the last) is the client's BAD_INPUT naming the field.
+func (w *Worker) handleTool(ctx context.Context, job *jobspb.Job) (*jobspb.Result, error) {
+	tj := job.GetTool()
+	data, err := w.readBlob(ctx, tj.InputKey)
+	if errors.Is(err, blob.ErrNotFound) {
+		// The gateway gave up on the job and cleaned up: nothing to do.
+		return failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, "The uploaded file is gone."), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	tctx, span := tracing.Child(ctx, tj.Op())
+	out, err := w.runTool(tctx, tj, data)
+	tracing.End(span, err)
+	if err != nil {
+		return toolFailure(tj.InputName, err)
+	}
+	res, err := w.store(ctx, job, out.data)
+	if err != nil {
+		return nil, err
+	}
+	res.Pages, res.Tool = int32(out.pages), out.meta
+	return res, nil
+}
+
+// runTool does what tj asks of the PDF data.
+func (w *Worker) runTool(ctx context.Context, tj *jobspb.ToolJob, data []byte) (*toolOutput, error) {
+	out := &toolOutput{meta: &jobspb.ToolOutput{ContentType: "application/pdf"}}
+	var buf bytes.Buffer
+	var err error
+	switch t := tj.Tool.(type) {
+	case *jobspb.ToolJob_Split:
+		var parts [][]byte
+		if parts, err = pdfedit.Split(ctx, bytes.NewReader(data), t.Split.Ranges, int(t.Split.Every), pdfopts.MaxSplitParts); err != nil {
+			return nil, err
+		}
+		names := numbered(tj.FileName, len(parts), func(i int) int { return i + 1 }, "pdf")
+		return zipOutput(out, names, parts)
+	case *jobspb.ToolJob_Pages:
+		rotate := make(map[string]int, len(t.Pages.Rotate))
+		for k, v := range t.Pages.Rotate {
+			rotate[k] = int(v)
+		}
+		out.pages, err = pdfedit.Pages(ctx, bytes.NewReader(data), t.Pages.Select, rotate, t.Pages.Delete, &buf)
+	case *jobspb.ToolJob_Flatten:
+		err = pdfedit.Flatten(ctx, bytes.NewReader(data), &buf)
+	case *jobspb.ToolJob_Optimize:
+		var before int64
+		before, _, err = pdfedit.Optimize(ctx, bytes.NewReader(data), &buf, int(t.Optimize.ImageQuality), int(t.Optimize.MaxImageDpi))
+		out.meta.BytesBefore = before
+	case *jobspb.ToolJob_Metadata:
+		err = pdfedit.SetMetadata(ctx, bytes.NewReader(data), &buf, t.Metadata.Info)
+	case *jobspb.ToolJob_Text:
+		return w.text(ctx, out, data, t.Text)
+	case *jobspb.ToolJob_Images:
+		return w.images(ctx, out, tj.FileName, data, t.Images)
+	default:
+		return nil, &pdfedit.OptionError{Field: "options", Problem: "no tool was asked for"}
+	}
+	if err != nil {
+		return nil, err
+	}
+	out.data = buf.Bytes()
+	return out, nil
+}
+
+// text is /pdf/text: PDFium's text, or its Markdown.
+func (w *Worker) text(ctx context.Context, out *toolOutput, data []byte, t *jobspb.TextTool) (*toolOutput, error) {
+	eng, pages, err := w.pdfiumFor(ctx, t.Pages)
+	if err != nil {
+		return nil, err
+	}
+	var s string
+	if t.Markdown {
+		out.meta.ContentType = "text/markdown; charset=utf-8"
+		s, err = eng.Markdown(ctx, data, pages)
+	} else {
+		out.meta.ContentType = "text/plain; charset=utf-8"
+		s, err = eng.Text(ctx, data, pages)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out.data = []byte(s)
+	return out, nil
+}
+
+// images is /pdf/images: one image when there is one page to show, else a
+// ZIP of one a page, each named by its page number.
+func (w *Worker) images(ctx context.Context, out *toolOutput, base string, data []byte, t *jobspb.ImagesTool) (*toolOutput, error) {
+	eng, pages, err := w.pdfiumFor(ctx, t.Pages)
+	if err != nil {
+		return nil, err
+	}
+	imgs, err := eng.Images(ctx, data, pages, t.Format, int(t.Dpi), 0)
+	if err != nil {
+		return nil, err
+	}
+	out.pages = len(imgs)
+	if len(imgs) == 1 {
+		out.data = imgs[0]
+		out.meta.ContentType = "image/" + t.Format
+		return out, nil
+	}
+	page := func(i int) int { return i + 1 }
+	if pages != nil {
+		page = func(i int) int { return pages[i] }
+	}
+	return zipOutput(out, numbered(base+"-page", len(imgs), page, t.Format), imgs)
+}
+
+// pdfiumFor is the PDFium engine, started on first use, and the pages
+// spec asks for (nil: all).
+func (w *Worker) pdfiumFor(ctx context.Context, spec string) (*pdfium.Engine, []int, error) {
+	pages, err := pdfopts.ExpandPages("pages", spec, pdfopts.MaxToolPages)
+	if err != nil {
+		return nil, nil, err
+	}
+	eng, err := w.pdfium.get(ctx)
+	return eng, pages, err
+}
+
+// numbered names n files base-<number>.ext, the numbers zero-padded to one
+// width so that the names sort in order.
+func numbered(base string, n int, number func(int) int, ext string) []string {
+	if base == "" {
+		base = "document"
+	}
+	width := 1
+	for i := range n {
+		width = max(width, len(fmt.Sprint(number(i))))
+	}
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%0*d.%s", base, width, number(i), ext)
+	}
+	return names
+}
+
+// zipOutput makes out the ZIP of files under names.
+func zipOutput(out *toolOutput, names []string, files [][]byte) (*toolOutput, error) {
+	var buf bytes.Buffer
+	zw := newZipWriter(&buf)
+	now := time.Now()
+	for i, f := range files {
+		if err := addZipEntry(zw, names[i], bytes.NewReader(f), now); err != nil {
+			return nil, err
+		}
+	}
+	if err := zw.Close(); err != nil {
+		return nil, fmt.Errorf("worker: zip: %w", err)
+	}
+	out.data = buf.Bytes()
+	out.meta.ContentType = "application/zip"
+	out.meta.Files = int32(len(files))
+	return out, nil
+}
+
+// toolFailure sorts a tool's error: the client's (a bad option for this
+// document, a PDF that cannot be used) is a BAD_INPUT naming the field to
+// fix; anything else is returned, to be retried.
+func toolFailure(name string, err error) (*jobspb.Result, error) {
+	var (
+		opt  *pdfedit.OptionError
+		bad  *pdfedit.BadInputError
+		pbad *pdfium.BadInputError
+		ibad *invalid.Error
+	)
+	switch {
+	case errors.As(err, &opt):
+		return optionFailure(opt.Field, opt.Problem), nil
+	case errors.As(err, &ibad):
+		return optionFailure(ibad.Field, ibad.Problem), nil
+	case errors.As(err, &bad):
+		if bad.Name == "" {
+			named := *bad
+			named.Name = name
+			bad = &named
+		}
+		return filesFailure(badInputMessage(bad)), nil
+	case errors.As(err, &pbad) && pbad.Param == "file":
+		return filesFailure(fmt.Sprintf("Invalid PDF file %q: %s.", name, strings.TrimRight(pbad.Msg, ". "))), nil
+	case errors.As(err, &pbad):
+		return optionFailure(pbad.Param, pbad.Msg), nil
+	}
+	return nil, err
+}
+
+// optionFailure is a BAD_INPUT naming field, with the gateway's words for
+// a refused option ("Invalid value for dpi: ...").
+func optionFailure(field, problem string) *jobspb.Result {
+	res := failure(jobspb.ErrorKind_ERROR_KIND_BAD_INPUT, sentence("Invalid value for "+field+": "+problem))
+	res.ErrorField = field
+	return res
+}
+
+// filesFailure is a BAD_INPUT blaming the uploaded file.
+func filesFailure(msg string) *jobspb.Result {
+	res := failure(jobspb.ErrorKind_ERROR_KIND_BAD_INPUT, msg)
+	res.ErrorField = "files"
+	return res
+}
+
+// lazyPDFium starts the PDFium engine on the first job that needs it:
+// compiling its WebAssembly takes seconds and its instances tens of MiB,
+// which a worker that never extracts text or images should not pay.
+type lazyPDFium struct {
+	cfg pdfium.Config
+	mu  sync.Mutex
+	eng *pdfium.Engine
+}
+
+func (l *lazyPDFium) get(ctx context.Context) (*pdfium.Engine, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.eng != nil {
+		return l.eng, nil
+	}
+	eng, err := pdfium.New(ctx, l.cfg)
+	if err != nil {
+		// Not kept: the next job tries again.
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	l.eng = eng
+	return eng, nil
+}
+
+func (l *lazyPDFium) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.eng != nil {
+		_ = l.eng.Close()
+		l.eng = nil
+	}
+}
