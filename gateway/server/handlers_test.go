@@ -42,8 +42,10 @@ type fakeQueue struct {
 	cancelled []string
 	// refuse, when set, is what Submit and Publish fail with.
 	refuse error
-	// fail, when set, is the error kind every job ends with.
-	fail jobspb.ErrorKind
+	// fail, when set, is the error kind every job ends with; failField
+	// the field its result blames.
+	fail      jobspb.ErrorKind
+	failField string
 	// hold, when set, keeps every result until it is closed.
 	hold chan struct{}
 }
@@ -72,7 +74,7 @@ func (q *fakeQueue) Submit(ctx context.Context, job *jobspb.Job) (Waiter, error)
 	}
 	q.submitted = append(q.submitted, job)
 	if q.fail != jobspb.ErrorKind_ERROR_KIND_NONE {
-		return result{&jobspb.Result{JobId: job.Id, ErrorKind: q.fail, ErrorMessage: "The fake worker says no."}, q.hold}, nil
+		return result{&jobspb.Result{JobId: job.Id, ErrorKind: q.fail, ErrorMessage: "The fake worker says no.", ErrorField: q.failField}, q.hold}, nil
 	}
 	if err := q.blobs.Put(ctx, job.OutputKey, strings.NewReader(fakePDF), int64(len(fakePDF))); err != nil {
 		return nil, err

@@ -5,8 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/docrender/docrender/gateway/server/apierr"
-	"github.com/docrender/docrender/pkg/blob"
+	"github.com/docrender/docrender/gateway/account"
 	"github.com/docrender/docrender/proto/jobspb"
 )
 
@@ -14,29 +13,14 @@ import (
 // "files"; a worker reads it and says what it is and claims. It counts no
 // conversion. The PDF is read as merge reads its inputs.
 func (s *Server) inspect(c echo.Context) error {
-	u := currentUser(c)
-	job := s.newJob(c, u)
-	defer s.cleanup(blob.JobDir(job.Id))
-	if !isMultipart(c) {
-		return apierr.Bad("Expected multipart/form-data with the PDF under the key \"files\".").
-			WithHint("curl -F files=@document.pdf ...")
-	}
-	up, err := readMergeParts(c, s.Blobs, blob.JobInputs(job.Id), nil)
-	if err != nil {
-		return err
-	}
-	switch {
-	case len(up.keys) != 1:
-		return apierr.Invalid("files", "send exactly one PDF").WithHint("curl -F files=@document.pdf ...")
-	case up.notPDF[0] != "":
-		return apierr.Bad("Invalid PDF file %q: %s.", up.names[0], up.notPDF[0])
-	}
-	job.Kind = &jobspb.Job_Inspect{Inspect: &jobspb.InspectJob{InputKey: up.keys[0], InputName: up.names[0]}}
-	res, err := s.runJob(c.Request().Context(), job)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, map[string]any{"success": true, "data": inspectBody(res.GetInspect())})
+	return s.withOnePDF(func(c echo.Context, _ *account.User, job *jobspb.Job, up *mergeUpload) error {
+		job.Kind = &jobspb.Job_Inspect{Inspect: &jobspb.InspectJob{InputKey: up.keys[0], InputName: up.names[0]}}
+		res, err := s.runJob(c.Request().Context(), job)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, map[string]any{"success": true, "data": inspectBody(res.GetInspect())})
+	})(c)
 }
 
 // inspectBody is the answer's data (DESIGN §8): a claim that is absent is

@@ -107,7 +107,12 @@ func resultError(res *jobspb.Result) error {
 	case jobspb.ErrorKind_ERROR_KIND_NONE:
 		return nil
 	case jobspb.ErrorKind_ERROR_KIND_BAD_INPUT:
-		return apierr.Bad("%s", res.ErrorMessage)
+		e := apierr.Bad("%s", res.ErrorMessage)
+		if res.ErrorField != "" {
+			// The field the worker blamed, as the gateway's own refusals name theirs.
+			e.Extra = map[string]any{"field": res.ErrorField}
+		}
+		return e
 	case jobspb.ErrorKind_ERROR_KIND_CHECK_FAILED:
 		return checkFailed(res)
 	case jobspb.ErrorKind_ERROR_KIND_TOO_LARGE:

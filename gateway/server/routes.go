@@ -4,6 +4,8 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/docrender/docrender/pkg/pdfopts"
 )
 
 // auth is who may call a route.
@@ -65,6 +67,7 @@ func (s *Server) routeTable() []route {
 		{post, "/pdf/qrcode", apiKey, s.qrcode, false},
 		// Documents of record (DESIGN §8): inspect.go.
 		{post, "/pdf/inspect", apiKey, s.inspect, true},
+		// PDF tools (DESIGN §11): tools.go, appended below.
 
 		// Stored files (spec 4.7-4.14): hosted.go.
 		{getHead, "/pdf/view/:id", public, s.serveFile("id", "inline"), false},
@@ -108,6 +111,9 @@ func (s *Server) routeTable() []route {
 		// Probes: server.go.
 		{get, "/healthz", public, s.healthz, false},
 		{get, "/readyz", public, s.readyz, false},
+	}
+	for _, op := range pdfopts.ToolOps() {
+		rs = append(rs, route{post, "/pdf/" + op, apiKey, s.tool(op), true})
 	}
 	if s.Config.MetricsAddr == "" {
 		// Otherwise on its own listener (app.go), kept private by the operator.

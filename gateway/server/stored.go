@@ -98,6 +98,12 @@ func (p *PendingFile) ID() string { return p.file.ID }
 // BlobKey is where the job must write the result.
 func (p *PendingFile) BlobKey() string { return blob.FileKey(p.file.ID) }
 
+// Named gives the file the name and type its job's output turned out to
+// have (a PDF tool's: one image or a ZIP of them). Call it before Commit.
+func (p *PendingFile) Named(name, contentType string) {
+	p.file.Name, p.file.ContentType = name, contentType
+}
+
 // Abandon gives back the hosted slot and deletes whatever the job wrote.
 func (p *PendingFile) Abandon(ctx context.Context) {
 	ctx = context.WithoutCancel(ctx)
