@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"bytes"
-	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -64,19 +62,7 @@ func TestWorkerKindsScaleApart(t *testing.T) {
 func blankPDF(t testing.TB) []byte {
 	t.Helper()
 	objs := []string{"<</Type/Catalog/Pages 2 0 R>>", "<</Type/Pages/Kids[3 0 R]/Count 1>>", "<</Type/Page/Parent 2 0 R/MediaBox[0 0 612 792]>>"}
-	var b bytes.Buffer
-	b.WriteString("%PDF-1.4\n")
-	offsets := make([]int, len(objs))
-	for i, o := range objs {
-		offsets[i] = b.Len()
-		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
-	}
-	xref := b.Len()
-	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
-	for _, off := range offsets {
-		fmt.Fprintf(&b, "%010d 00000 n \n", off)
-	}
-	fmt.Fprintf(&b, "trailer\n<</Size %d/Root 1 0 R>>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
-	run(t, "qpdf", "--check", writeTemp(t, b.Bytes(), ".pdf"))
-	return b.Bytes()
+	pdf := assemblePDF(objs)
+	run(t, "qpdf", "--check", writeTemp(t, pdf, ".pdf"))
+	return pdf
 }
