@@ -228,8 +228,14 @@ type Download struct {
 	// Report holds the render report's counts of a generated PDF (nil for
 	// a cache hit or a file that was not just rendered).
 	Report *ReportCounts
-	// Pages is a merged PDF's page count (0 when not announced).
+	// Pages is a merged or edited PDF's page count (0 when not announced).
 	Pages int
+	// Files is how many files a PDF tool's ZIP holds (split parts, page
+	// images); 0 when the answer is not such a ZIP.
+	Files int
+	// BytesBefore and BytesAfter are an optimized PDF's sizes (0 for
+	// other answers).
+	BytesBefore, BytesAfter int64
 	// CacheHit is true when a caching ID returned a stored PDF.
 	CacheHit bool
 	// BatchID names the batch of a batch ZIP.
@@ -311,6 +317,9 @@ func newDownload(resp *http.Response) *Download {
 		d.Name = params["filename"]
 	}
 	d.Pages, _ = strconv.Atoi(resp.Header.Get("X-PDF-Pages"))
+	d.Files, _ = strconv.Atoi(resp.Header.Get("X-Files"))
+	d.BytesBefore, _ = strconv.ParseInt(resp.Header.Get("X-Bytes-Before"), 10, 64)
+	d.BytesAfter, _ = strconv.ParseInt(resp.Header.Get("X-Bytes-After"), 10, 64)
 	return d
 }
 

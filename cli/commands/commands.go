@@ -66,6 +66,12 @@ func commandList() []command {
 		{"merge", "a.pdf b.pdf ... [-o out.pdf] [--option k=v ...] [--pdfa LEVEL] [--attach FILE ...] [--sign IDENTITY] [--host] [--idempotency-key K]", "merge PDFs in the order given", runMerge},
 		{"batch", "DIR | --template NAME[@VERSION] ROWS.jsonl|- [-o out.zip] [--option k=v ...] [--pdfa LEVEL] [--attach FILE ...] [--einvoice PROFILE] [--sign IDENTITY] [--host] [--progress auto|bar|plain|none] [--idempotency-key K]", "render every .html file of DIR, or a stored template per row of data, into one ZIP, showing progress", runBatch},
 		{"inspect", "FILE", "say what a PDF is and claims (pages, sizes, tags, PDF/A and PDF/UA claims, fonts, attachments, signatures) as JSON", runInspect},
+		{"split", "FILE --ranges 1-3,4-9 | --every N [-o out.zip] [--name NAME] [--host]", "cut a PDF into several, a ZIP of PDFs", runSplit},
+		{"pages", "FILE [--select 3,1-2] [--rotate 2-3=90 ...] [--delete 4] [-o out.pdf] [--name NAME] [--host]", "select, reorder, rotate or delete a PDF's pages", runPages},
+		{"flatten", "FILE [-o out.pdf] [--name NAME] [--host]", "burn a PDF's form fields and annotations into its pages", runFlatten},
+		{"optimize", "FILE [--image-quality 1-100] [--max-image-dpi N] [-o out.pdf] [--name NAME] [--host]", "make a PDF smaller (images recompressed and downsampled, objects merged)", runOptimize},
+		{"text", "FILE [--markdown] [--pages 1-3] [-o out.txt] [--host]", "a PDF's text, or Markdown, on standard output", runText},
+		{"images", "FILE [--format png|jpeg|webp] [--dpi N] [--pages 1-3] [-o FILE] [--name NAME] [--host]", "pictures of a PDF's pages: one image, or a ZIP of one a page", runImages},
 		{"qr", "TEXT [-o qr.png] [--size N] [--margin N] [--ecc L|M|Q|H] [--dark #000] [--light #fff]", "draw a QR code as a PNG", runQR},
 		{"template", "push NAME FILE|DIR ... [--sample-data FILE] | ls [--page N] [--limit N] [--json] | preview ID [--version N] [-o out.pdf] | rm ID ...", "store a template (a new version of NAME if stored), list, preview or delete your templates", runTemplate},
 		{"files", "ls [--page N] [--limit N] [--json] | rm ID ...", "list or delete your hosted files (needs DOCRENDER_SESSION)", runFiles},
@@ -154,7 +160,8 @@ shows a command's flags.
 
 environment:
   DOCRENDER_URL       the service (default http://localhost:8080); --url wins
-  DOCRENDER_API_KEY   the API key for render, merge, batch, qr and template;
+  DOCRENDER_API_KEY   the API key for render, merge, batch, qr, template and
+                      the PDF tools (split, pages, ... images);
                       --key wins
   DOCRENDER_SESSION   a session token for files and usage (the service lets
                       only a signed-in user list and delete hosted files and
@@ -216,6 +223,12 @@ data and rendered; nothing but the data is sent:
   --idempotency-key K
                   as for render
 ` + fmt.Sprintf(recordHelp, "; the merged PDF is a PDF/A (--pdfa) whatever\n                  the inputs, or fails naming the rule an input breaks"),
+	"split":    fmt.Sprintf(toolHelp, "FILE-split.zip") + "  --ranges R      one PDF per comma-separated range, in the order given\n  --every N       one PDF per N pages, the last with what is left\n",
+	"pages":    fmt.Sprintf(toolHelp, "FILE-pages.pdf") + "  --select S      pages in the order wanted (repeats allowed)\n  --rotate P=DEG  turn pages P clockwise by DEG (a multiple of 90), repeatable\n  --delete D      pages to leave out\nEvery page number names a page of the uploaded PDF.\n",
+	"flatten":  fmt.Sprintf(toolHelp, "FILE-flat.pdf"),
+	"optimize": fmt.Sprintf(toolHelp, "FILE-optimized.pdf") + "  --image-quality N   JPEG quality of recompressed images (service default 75)\n  --max-image-dpi N   downsample images to N dpi (default 150; 0 keeps them)\nThe sizes before and after are printed on standard error.\n",
+	"text":     fmt.Sprintf(toolHelp, "standard output") + "  --markdown      Markdown (headings, lists, tables) instead of plain text\n  --pages P       the pages to read (default all)\n",
+	"images":   fmt.Sprintf(toolHelp, "FILE-images.png for one page, FILE-images.zip for more") + "  --format F      png (default), jpeg or webp\n  --dpi N         resolution, 1 to 600 (default 72)\n  --pages P       the pages to draw (default all)\n",
 	"batch": `Each .html (or .htm) file directly in DIR is one document, named after
 the file; a document's assets must be inline (data: URLs) or on the web.
 

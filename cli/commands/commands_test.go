@@ -347,3 +347,61 @@ func TestBatchOutlivesAnErrorEvent(t *testing.T) {
 		})
 	}
 }
+
+// The PDF tools send their flags as the options and write to fixed names:
+// images by the type of the answer, text to standard output.
+func TestToolCommands(t *testing.T) {
+	t.Chdir(t.TempDir())
+	os.WriteFile("in.pdf", []byte("%PDF in"), 0o644)
+	var options []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		options = append(options, r.URL.Path+" "+r.FormValue("options"))
+		w.Header().Set("Content-Disposition", `attachment; filename="../.profile"`)
+		switch r.URL.Path {
+		case "/pdf/images":
+			w.Header().Set("Content-Type", "image/webp")
+		case "/pdf/text":
+			w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
+		case "/pdf/optimize":
+			w.Header().Set("X-Bytes-Before", "10")
+			w.Header().Set("X-Bytes-After", "4")
+		}
+		w.Write([]byte("out " + r.URL.Path))
+	}))
+	defer srv.Close()
+	steps := []struct {
+		args          []string
+		file, options string
+	}{
+		{[]string{"split", "in.pdf", "--every", "2"}, "in-split.zip", `/pdf/split {"every":2}`},
+		{[]string{"pages", "in.pdf", "--select", "2,1", "--rotate", "1=90"}, "in-pages.pdf", `/pdf/pages {"select":"2,1","rotate":{"1":90}}`},
+		{[]string{"flatten", "in.pdf", "--name", "flat"}, "in-flat.pdf", `/pdf/flatten {"fileName":"flat"}`},
+		{[]string{"optimize", "in.pdf", "--max-image-dpi", "0"}, "in-optimized.pdf", `/pdf/optimize {"maxImageDpi":0}`},
+		{[]string{"images", "in.pdf", "--format", "webp", "--pages", "1"}, "in-images.webp", `/pdf/images {"format":"webp","pages":"1"}`},
+		{[]string{"text", "in.pdf", "--markdown"}, "", `/pdf/text {"format":"markdown"}`},
+	}
+	for i, st := range steps {
+		code, out, errOut := runCLI(context.Background(), srv.URL, withKey, st.args...)
+		if code != ExitOK {
+			t.Fatalf("%v: exit %d: %s", st.args, code, errOut)
+		}
+		if options[i] != st.options {
+			t.Errorf("%v: sent %s, want %s", st.args, options[i], st.options)
+		}
+		if st.file == "" {
+			if out != "out /pdf/text" {
+				t.Errorf("text wrote %q to standard output", out)
+			}
+			continue
+		}
+		if b, err := os.ReadFile(st.file); err != nil || !strings.HasPrefix(string(b), "out ") {
+			t.Errorf("%v: %s: %q %v", st.args, st.file, b, err)
+		}
+	}
+	if _, err := os.Stat("../.profile"); err == nil {
+		t.Error("wrote the service's name")
+	}
+	if code, _, _ := runCLI(context.Background(), srv.URL, withKey, "split", "in.pdf"); code != ExitUsage {
+		t.Errorf("split without --ranges or --every: exit %d", code)
+	}
+}
