@@ -86,7 +86,7 @@ func main() {
 	html := ledger(*pages)
 	footer := `"headerTemplate":"<span></span>","footerTemplate":"<div style=\"font-size:8px;margin:auto\">Page <span class=\"pageNumber\"></span> of <span class=\"totalPages\"></span></div>"`
 	fmt.Printf("a ledger of ~%d pages with a \"Page i of n\" footer, c=1\n", *pages)
-	fmt.Printf("%-9s %-28s | %9s %6s %8s | %-13s | %s\n", "tagged", "printed", "seconds", "pages", "MB", "vs one piece", "peak RSS MiB: service (workers) + Chromium")
+	fmt.Printf("%-9s %-28s | %9s %6s %8s | %-13s | %s\n", "tagged", "printed", "seconds", "pages", "MB", "vs one piece", "peak RSS MiB: service (workers) + Chromium | Chromium's cores")
 	for _, tagged := range []bool{true, false} {
 		if !tagged && *onlyTagged {
 			continue
@@ -99,9 +99,11 @@ func main() {
 			opts := fmt.Sprintf(`{"split":%v,"tagged":%v,%s}`, split, tagged, footer)
 			runtime.GC()
 			stopPeak := peakRSS(procs)
+			cpu0 := chromiumCPU()
 			start := time.Now()
 			pdf, err := api.GenerateWith(html, opts)
 			took := time.Since(start)
+			cores := (chromiumCPU() - cpu0).Seconds() / took.Seconds()
 			self, browser := stopPeak()
 			name := "in one piece (1 slot)"
 			if split {
@@ -117,13 +119,15 @@ func main() {
 			} else if whole > 0 {
 				ratio = fmt.Sprintf("%.2f× faster", whole.Seconds()/took.Seconds())
 			}
-			fmt.Printf("%-9v %-28s | %9.1f %6d %8.1f | %-13s | %d + %d\n", tagged, name, took.Seconds(), len(pageRe.FindAll(pdf, -1)), float64(len(pdf))/1e6, ratio, self>>20, browser>>20)
+			fmt.Printf("%-9v %-28s | %9.1f %6d %8.1f | %-13s | %d + %d | %.2f\n", tagged, name, took.Seconds(), len(pageRe.FindAll(pdf, -1)), float64(len(pdf))/1e6, ratio, self>>20, browser>>20, cores)
 		}
 		if *gotenberg != "" && !*onlySplit {
 			stopPeak := peakRSS(nil)
+			cpu0 := chromiumCPU()
 			start := time.Now()
 			pdf, err := gotenbergPrint(*gotenberg, html, tagged)
 			took := time.Since(start)
+			cores := (chromiumCPU() - cpu0).Seconds() / took.Seconds()
 			_, browser := stopPeak()
 			ratio := ""
 			if whole > 0 {
@@ -133,11 +137,11 @@ func main() {
 				fmt.Printf("%-9v %-28s | failed after %.1f s: %v\n", tagged, "Gotenberg 8.36 (one piece)", took.Seconds(), err)
 				continue
 			}
-			fmt.Printf("%-9v %-28s | %9.1f %6d %8.1f | %-13s | - + %d\n", tagged, "Gotenberg 8.36 (one piece)", took.Seconds(), len(pageRe.FindAll(pdf, -1)), float64(len(pdf))/1e6, ratio, browser>>20)
+			fmt.Printf("%-9v %-28s | %9.1f %6d %8.1f | %-13s | - + %d | %.2f\n", tagged, "Gotenberg 8.36 (one piece)", took.Seconds(), len(pageRe.FindAll(pdf, -1)), float64(len(pdf))/1e6, ratio, browser>>20, cores)
 		}
 	}
 	if *gotenberg == "" && *gateway == "" {
-		fmt.Println("Gotenberg: not measured (scripts/gotenberg-up found no source to build it from)")
+		fmt.Println("Gotenberg: not measured (no -gotenberg URL: scripts/gotenberg-up builds and starts it where its source is)")
 	}
 }
 
@@ -219,6 +223,40 @@ func rssOf(pid int) int64 {
 		}
 	}
 	return 0
+}
+
+// chromiumCPU sums the CPU time (user and system) every Chromium process
+// has used, from /proc/PID/stat: over a print, divided by its time, how
+// many cores Chromium kept busy (processes that ended meanwhile are not
+// counted: a lower bound).
+func chromiumCPU() time.Duration {
+	entries, _ := os.ReadDir("/proc")
+	var ticks int64
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil || !strings.Contains(string(cmd), "chrom") {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// Fields after the command's closing parenthesis: utime and stime
+		// are the 12th and 13th.
+		if i := strings.LastIndexByte(string(b), ')'); i >= 0 {
+			f := strings.Fields(string(b[i+1:]))
+			if len(f) > 12 {
+				u, _ := strconv.ParseInt(f[11], 10, 64)
+				s, _ := strconv.ParseInt(f[12], 10, 64)
+				ticks += u + s
+			}
+		}
+	}
+	return time.Duration(ticks) * time.Second / 100 // USER_HZ
 }
 
 // chromiumRSS sums the resident memory of every Chromium process (shared
