@@ -41,16 +41,17 @@ func (w *Worker) handleMerge(ctx context.Context, job *jobspb.Job) (*jobspb.Resu
 	mctx, span := tracing.Child(ctx, "merge")
 	pages, err := pdfedit.Merge(mctx, inputs, &merged)
 	tracing.End(span, err)
-	out := merged.Bytes()
-	if err == nil && mj.Watermark != nil {
-		out, err = w.stampWatermark(ctx, out, mj.Watermark, mj.Record)
-	}
 	if res, err := editFailure(err); res != nil || err != nil {
 		return res, err
 	}
-	// DESIGN §6 metadata, then encryption: the last edit of the PDF.
-	if out, err = w.finishDocument(ctx, out, mj.Info, mj.Encryption, mj.Record); err != nil {
-		return finishFailure(err)
+	// The watermark, DESIGN §6 metadata, §8's steps, encryption last, or
+	// the client's stages (stages.go).
+	out, after, err := w.runSteps(ctx, merged.Bytes(), mergeSteps(mj))
+	if err != nil {
+		return stepsFailure(err, editFailure)
+	}
+	if after > 0 {
+		pages = after
 	}
 	res, err := w.store(ctx, job, out)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/docrender/docrender/pkg/blob"
+	"github.com/docrender/docrender/pkg/invalid"
 	"github.com/docrender/docrender/pkg/tracing"
 	"github.com/docrender/docrender/proto/jobspb"
 	"github.com/docrender/docrender/worker/egress"
@@ -19,34 +20,11 @@ import (
 // render, or a batch document. It returns a failure result for what the
 // client must hear about, and an error for what should be retried.
 func (w *Worker) handleRender(ctx context.Context, job *jobspb.Job, rj *jobspb.RenderJob) (*jobspb.Result, error) {
-	lctx, span := tracing.Child(ctx, "load bundle", attribute.Int("docrender.files", len(rj.Files)))
-	var b egress.Bundle
-	var err error
-	if rj.GetTemplate() != nil {
-		// A stored template filled with the job's data (DESIGN §9).
-		b, err = w.fillTemplate(lctx, job, rj)
-	} else {
-		b, err = render.LoadBundle(lctx, w.blobs, rj.BundlePrefix, rj.Files)
+	b, rj, res, err := w.loadPage(ctx, job, rj)
+	if res != nil || err != nil {
+		return res, err
 	}
-	tracing.End(span, err)
-	if err != nil {
-		var bad *templateFailure
-		switch {
-		case errors.As(err, &bad):
-			return bad.res, nil
-		case errors.Is(err, errTemplateGone):
-			return failure(jobspb.ErrorKind_ERROR_KIND_BAD_INPUT, "The template was deleted before the document was rendered."), nil
-		}
-		if errors.Is(err, blob.ErrNotFound) {
-			// The gateway gave up on the job and cleaned up: nothing to do.
-			return failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, "The uploaded files are gone."), nil
-		}
-		return nil, err
-	}
-	timeout := time.Duration(job.TimeoutMs) * time.Millisecond
-	if timeout <= 0 {
-		timeout = w.cfg.RenderTimeout
-	}
+	timeout := w.timeout(job)
 	rctx, span := tracing.Child(ctx, "chromium render")
 	// A stored template's documents fill a page kept warm (DESIGN §9): the
 	// key is the account's and the version's, never shared across accounts.
@@ -56,8 +34,68 @@ func (w *Worker) handleRender(ctx context.Context, job *jobspb.Job, rj *jobspb.R
 	}
 	out, err := w.renderer.RenderWith(rctx, b, rj, timeout, render.Options{Warm: warm, Farm: w.farmFor(job, rj)})
 	tracing.End(span, err)
+	if err != nil {
+		return w.renderFailure(ctx, job, err, timeout)
+	}
 	pdf := out.PDF
+	// The watermark (DESIGN §4.17), §6 metadata, §8's steps, encryption
+	// last, or the client's stages (stages.go). Pages are counted on
+	// out.PDF (pdfedit.PageCount cannot open a PDF encrypted with a user
+	// password), or after a pages step.
+	pdf, after, err := w.runSteps(ctx, pdf, renderSteps(rj))
+	if err != nil {
+		return stepsFailure(err, renderedWatermarkFailure)
+	}
+	return w.storeRendered(ctx, job, pdf, out, after)
+}
+
+// loadPage reads what rj's page is made of: the uploaded files, a stored
+// template filled with the job's data (DESIGN §9), or Markdown turned into
+// its page (job_markdown.go; rj is then the job with that page as its
+// entry). A failure the client must hear about is res.
+func (w *Worker) loadPage(ctx context.Context, job *jobspb.Job, rj *jobspb.RenderJob) (_ egress.Bundle, _ *jobspb.RenderJob, res *jobspb.Result, _ error) {
+	lctx, span := tracing.Child(ctx, "load bundle", attribute.Int("docrender.files", len(rj.Files)))
+	var b egress.Bundle
+	var err error
+	if rj.GetTemplate() != nil {
+		b, err = w.fillTemplate(lctx, job, rj)
+	} else {
+		b, err = render.LoadBundle(lctx, w.blobs, rj.BundlePrefix, rj.Files)
+	}
+	tracing.End(span, err)
+	if err != nil {
+		var bad *templateFailure
+		switch {
+		case errors.As(err, &bad):
+			return nil, nil, bad.res, nil
+		case errors.Is(err, errTemplateGone):
+			return nil, nil, failure(jobspb.ErrorKind_ERROR_KIND_BAD_INPUT, "The template was deleted before the document was rendered."), nil
+		case errors.Is(err, blob.ErrNotFound):
+			// The gateway gave up on the job and cleaned up: nothing to do.
+			return nil, nil, failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, "The uploaded files are gone."), nil
+		}
+		return nil, nil, nil, err
+	}
+	if rj.GetMarkdown() {
+		b, rj, res = markdownPage(b, rj)
+	}
+	return b, rj, res, nil
+}
+
+// timeout is the time job's page may take: the job's, else the worker's.
+func (w *Worker) timeout(job *jobspb.Job) time.Duration {
+	if t := time.Duration(job.TimeoutMs) * time.Millisecond; t > 0 {
+		return t
+	}
+	return w.cfg.RenderTimeout
+}
+
+// renderFailure sorts the error of loading a page and printing or
+// capturing it (err not nil): what the client must fix or hear about is a
+// failure result, anything else is returned, to be retried.
+func (w *Worker) renderFailure(ctx context.Context, job *jobspb.Job, err error, timeout time.Duration) (*jobspb.Result, error) {
 	var bad *render.InputError
+	var option *invalid.Error
 	var failedCheck *render.CheckError
 	var tooLarge *render.LimitError
 	switch {
@@ -67,6 +105,9 @@ func (w *Worker) handleRender(ctx context.Context, job *jobspb.Job, rj *jobspb.R
 	case errors.As(err, &bad):
 		// A page hook found something the client must fix (a bad data-qr).
 		return failure(jobspb.ErrorKind_ERROR_KIND_BAD_INPUT, bad.Message), nil
+	case errors.As(err, &option):
+		// An option only the loaded page refutes (a screenshot's clip).
+		return optionFailure(option.Field, option.Problem), nil
 	case errors.Is(err, render.ErrTimeout):
 		return failure(jobspb.ErrorKind_ERROR_KIND_TIMEOUT, timeoutMessage(err, timeout)), nil
 	case errors.As(err, &failedCheck):
@@ -77,22 +118,8 @@ func (w *Worker) handleRender(ctx context.Context, job *jobspb.Job, rj *jobspb.R
 		// What Chromium said stays in the log: the client hears no internals.
 		w.log.WarnContext(ctx, "render failed", "job_id", job.Id, "err", err)
 		return failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, "The HTML could not be rendered."), nil
-	case err != nil:
-		return nil, err
 	}
-	if rj.Watermark != nil {
-		// Generate and every batch document (DESIGN §4.17): stamped after printing.
-		if pdf, err = w.stampWatermark(ctx, pdf, rj.Watermark, rj.Record); err != nil {
-			return renderedWatermarkFailure(err)
-		}
-	}
-	// DESIGN §6 metadata, then encryption: the last edit of the PDF. Count
-	// pages before it (or on out.PDF): pdfedit.PageCount cannot open a PDF
-	// encrypted with a user password.
-	if pdf, err = w.finishDocument(ctx, pdf, rj.Info, rj.Encryption, rj.Record); err != nil {
-		return finishFailure(err)
-	}
-	return w.storeRendered(ctx, job, pdf, out)
+	return nil, err
 }
 
 // timeoutMessage says the render ran out of time, and in which wait of the

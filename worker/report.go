@@ -31,10 +31,14 @@ func checkFailure(e *render.CheckError) *jobspb.Result {
 // storeRendered stores a render's finished PDF (out.PDF, with whatever was
 // done to it after printing) and returns its Result, with the page count
 // and the render report.
-func (w *Worker) storeRendered(ctx context.Context, job *jobspb.Job, pdf []byte, out render.Output) (*jobspb.Result, error) {
+func (w *Worker) storeRendered(ctx context.Context, job *jobspb.Job, pdf []byte, out render.Output, after int) (*jobspb.Result, error) {
 	// Counted on the printed PDF: what was done to it since keeps its
-	// pages, and an encrypted one could not be read.
-	pages := w.pageCount(ctx, out.PDF)
+	// pages (an encrypted one could not be read), unless a pages step
+	// counted them anew.
+	pages := int32(after)
+	if pages == 0 {
+		pages = w.pageCount(ctx, out.PDF)
+	}
 	res, err := w.store(ctx, job, pdf)
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/docrender/docrender/gateway/account"
 	"github.com/docrender/docrender/gateway/idempotency"
@@ -272,6 +273,13 @@ func (p *batchPlan) readDocuments(docs []batchDocument, renderTimeout time.Durat
 				}
 				return err
 			}
+			if err := pdfopts.CheckStages(own.Steps()); err != nil {
+				return inDocument(i, err)
+			}
+			if own.StageWatermark != nil && !proto.Equal(own.StageWatermark, p.opts.Watermark) {
+				// The watermark is the batch's, stamped on every document.
+				return apierr.Invalid(field+".stages", "a watermark step belongs in the batch's options")
+			}
 			p.own[i] = &own
 		}
 	}
@@ -312,6 +320,9 @@ func (p *batchPlan) readOptions(raw json.RawMessage, renderTimeout time.Duration
 	}
 	var err error
 	if p.opts, err = r.Validate("document", renderTimeout); err != nil {
+		return err
+	}
+	if err := pdfopts.CheckStages(p.opts.Steps()); err != nil {
 		return err
 	}
 	p.base = r.PrintRaw
@@ -424,7 +435,7 @@ func (b *batchAPI) start(c echo.Context, u *account.User, p *batchPlan) (*batch.
 	}
 	render := &jobspb.RenderJob{Page: p.opts.Page, Watermark: p.opts.Watermark,
 		Print: p.opts.Print, Info: p.opts.Info, Encryption: p.opts.Encryption, Url: p.opts.Fetch, Record: p.opts.Record,
-		MaxPages: int32(plan.MaxPages)}
+		MaxPages: int32(plan.MaxPages), Stages: p.opts.Stages, StepsOrdered: p.opts.StepsOrdered, PagesStage: p.opts.Pages}
 	if p.tpl != nil {
 		render.BundlePrefix, render.Files, render.Entry = blob.TemplateFiles(p.tpl.ID, p.tplVer.Version), p.tplVer.Files, p.tplVer.Entry
 		render.Template = &jobspb.TemplateFill{TemplateId: p.tpl.ID, Version: int32(p.tplVer.Version)}

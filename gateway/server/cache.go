@@ -60,8 +60,11 @@ func inputHash(up *upload, entry string, opts pdfopts.Options) string {
 		URL string `json:"url,omitempty"`
 		// DESIGN §8, attachments by their bytes' SHA-256.
 		Record *jobspb.Record `json:"record,omitempty"`
+		// DESIGN §11: the steps' order and the pages step.
+		Stages []string          `json:"stages,omitempty"`
+		Pages  *jobspb.PagesTool `json:"pages,omitempty"`
 	}{inputHashVersion, nil, entry, opts.FileName, opts.Page, opts.Watermark, opts.UserType, opts.Host,
-		opts.Print, opts.Info, opts.Encryption, opts.Fetch, up.url, recordDigest(opts.Record, up.record)}
+		opts.Print, opts.Info, opts.Encryption, opts.Fetch, up.url, recordDigest(opts.Record, up.record), stagesKey(opts.PrintOptions), opts.Pages}
 	for _, f := range fs {
 		in.Files = append(in.Files, fileSum{f.Name, hex.EncodeToString(f.SHA256)})
 	}
@@ -149,4 +152,13 @@ func (s *Server) answerStored(c echo.Context, sg *storedGenerate, f *files.File,
 	}
 	s.answeredWithFile(c, f.ID)
 	return s.sendBlob(c, blob.FileKey(f.ID), f.Name, f.ContentType, "attachment")
+}
+
+// stagesKey is the steps' order in a caching ID: none given and an empty
+// list differ (the latter is no step at all).
+func stagesKey(o pdfopts.PrintOptions) []string {
+	if !o.StepsOrdered {
+		return nil
+	}
+	return append([]string{"stages"}, o.Stages...)
 }

@@ -26,27 +26,14 @@ func (s *Server) generate(c echo.Context) error {
 	if isJSONBody(c) {
 		return s.generateFromTemplate(c)
 	}
-	ctx := c.Request().Context()
 	u := currentUser(c)
 	job := s.newJob(c, u)
-	prefix := blob.JobInputs(job.Id)
 	// Inputs and the unhosted result are temporary: gone once answered.
 	defer s.cleanup(blob.JobDir(job.Id))
-
-	up, err := readUpload(c, s.Blobs, prefix, newRecordParts(s.Blobs, blob.JobDir(job.Id)))
+	up, entry, opts, err := s.readGenerate(c, job, s.generateSource, func(options string) (pdfopts.Options, error) {
+		return pdfopts.ParseJSON(options, "document", s.Config.RenderTimeout)
+	})
 	if err != nil {
-		return err
-	}
-	entry, err := s.generateSource(ctx, up)
-	if err != nil {
-		return err
-	}
-	opts, err := pdfopts.ParseJSON(up.options, "document", s.Config.RenderTimeout)
-	if err != nil {
-		return err
-	}
-	opts.MakeRoom(up.has(pdfopts.HeaderFile), up.has(pdfopts.FooterFile))
-	if opts.Record, err = up.record.apply(opts.Record, opts.Encryption, opts.Print.Untagged); err != nil {
 		return err
 	}
 	return s.runGenerate(c, u, job, up, entry, opts, func(rj *jobspb.RenderJob) error {
@@ -54,10 +41,36 @@ func (s *Server) generate(c echo.Context) error {
 			rj.Url = proto.CloneOf(opts.Fetch)
 			rj.Url.Url = up.url
 		} else {
-			rj.BundlePrefix, rj.Files, rj.Entry = prefix, up.names(), entry
+			rj.BundlePrefix, rj.Files, rj.Entry = up.prefix, up.names(), entry
 		}
 		return nil
 	})
+}
+
+// readGenerate reads a request that takes what generate takes (POST
+// /pdf/generate, /pdf/markdown): the upload, streamed under job's inputs
+// with DESIGN §8's parts; its entry, which source checks; the options,
+// parsed by parse, with room for an uploaded header or footer and the
+// record's parts applied.
+func (s *Server) readGenerate(c echo.Context, job *jobspb.Job, source func(context.Context, *upload) (string, error),
+	parse func(options string) (pdfopts.Options, error)) (*upload, string, pdfopts.Options, error) {
+	up, err := readUpload(c, s.Blobs, blob.JobInputs(job.Id), newRecordParts(s.Blobs, blob.JobDir(job.Id)))
+	if err != nil {
+		return nil, "", pdfopts.Options{}, err
+	}
+	entry, err := source(c.Request().Context(), up)
+	if err != nil {
+		return nil, "", pdfopts.Options{}, err
+	}
+	opts, err := parse(up.options)
+	if err != nil {
+		return nil, "", pdfopts.Options{}, err
+	}
+	opts.MakeRoom(up.has(pdfopts.HeaderFile), up.has(pdfopts.FooterFile))
+	if opts.Record, err = up.record.apply(opts.Record, opts.Encryption, opts.Print.Untagged); err != nil {
+		return nil, "", pdfopts.Options{}, err
+	}
+	return up, entry, opts, nil
 }
 
 // runGenerate renders what a generate asked for and answers, whatever
@@ -68,6 +81,9 @@ func (s *Server) generate(c echo.Context) error {
 func (s *Server) runGenerate(c echo.Context, u *account.User, job *jobspb.Job, up *upload, entry string, opts pdfopts.Options, source func(*jobspb.RenderJob) error) error {
 	ctx := c.Request().Context()
 	if err := s.checkRecord(opts.Record, u); err != nil {
+		return err
+	}
+	if err := pdfopts.CheckStages(opts.Steps()); err != nil {
 		return err
 	}
 	// DESIGN §4.20: the same keyed request answered again, or joined.
@@ -100,7 +116,7 @@ func (s *Server) runGenerate(c echo.Context, u *account.User, job *jobspb.Job, u
 		return err
 	}
 	rj := &jobspb.RenderJob{Page: opts.Page, Watermark: wm, Print: opts.Print, Info: opts.Info, Encryption: opts.Encryption, Record: rec,
-		MaxPages: int32(s.acct.Plan(u.Plan).MaxPages)}
+		MaxPages: int32(s.acct.Plan(u.Plan).MaxPages), Stages: opts.Stages, StepsOrdered: opts.StepsOrdered, PagesStage: opts.Pages}
 	if err := source(rj); err != nil {
 		sg.abandon(c)
 		return err
@@ -149,6 +165,7 @@ func (s *Server) generateSource(ctx context.Context, up *upload) (string, error)
 	}
 	if len(up.files) == 0 {
 		e := apierr.Bad("No files uploaded. Send the HTML under the form key \"files\", or a page's address under \"url\".")
+		e.Extra = map[string]any{"field": "files"}
 		if len(up.otherParts) > 0 {
 			e.Hint = fmt.Sprintf("Files were sent under %q; use the key \"files\".", up.otherParts)
 		} else {
@@ -160,7 +177,7 @@ func (s *Server) generateSource(ctx context.Context, up *upload) (string, error)
 	if entry == "" {
 		e := apierr.Bad("No HTML file found among the uploaded files.")
 		e.Hint = "Include a file named index.html or at least one file with the .html extension."
-		e.Extra = map[string]any{"receivedFiles": up.files}
+		e.Extra = map[string]any{"receivedFiles": up.files, "field": "files"}
 		return "", e
 	}
 	return entry, nil

@@ -36,6 +36,8 @@ type mergeOptions struct {
 	Encryption json.RawMessage `json:"encryption"`
 	// DESIGN §8: PDF/A, PDF/UA, attachments, e-invoice, signature.
 	pdfopts.RecordRaw
+	// DESIGN §11: the steps in an order of the client's.
+	Stages json.RawMessage `json:"stages"`
 }
 
 // mergeRequest is a validated merge.
@@ -48,6 +50,8 @@ type mergeRequest struct {
 	info        *jobspb.DocInfo
 	encryption  *jobspb.Encryption
 	record      *jobspb.Record
+	// steps has the order of stages, when given.
+	steps pdfopts.Steps
 }
 
 // merge is POST /pdf/merge (spec 4.2): the uploaded PDFs, in upload order,
@@ -118,6 +122,7 @@ func (s *Server) runMerge(ctx context.Context, u *account.User, job *jobspb.Job,
 	}
 	job.Kind = &jobspb.Job_Merge{Merge: &jobspb.MergeJob{
 		InputKeys: req.keys, InputNames: req.names, Watermark: wm, Info: req.info, Encryption: req.encryption, Record: rec,
+		Stages: req.steps.Order, StepsOrdered: req.steps.Ordered, PagesStage: req.steps.Pages,
 	}}
 	return s.runCharged(ctx, u, job)
 }
@@ -302,9 +307,17 @@ func (up *mergeUpload) parseOptions() error {
 	if up.record, err = raw.RecordRaw.Validate(); err != nil {
 		return err
 	}
+	up.steps = pdfopts.Steps{Watermark: up.watermark, Info: up.info, Encryption: up.encryption, Record: up.record}
+	if err := pdfopts.ApplyStages(raw.Stages, &up.steps); err != nil {
+		return err
+	}
+	up.watermark, up.info, up.encryption, up.record = up.steps.Watermark, up.steps.Info, up.steps.Encryption, up.steps.Record
 	if err := pdfopts.CheckRecord(up.record, up.encryption, false); err != nil {
 		return err
 	}
-	up.record, err = up.parts.apply(up.record, up.encryption, false)
-	return err
+	if up.record, err = up.parts.apply(up.record, up.encryption, false); err != nil {
+		return err
+	}
+	up.steps.Record = up.record
+	return pdfopts.CheckStages(up.steps)
 }

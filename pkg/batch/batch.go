@@ -269,6 +269,7 @@ func (t *Tracker) Submit(ctx context.Context, r *Record, docs []Document, render
 					Page: render.GetPage(), Watermark: wm,
 					Print: render.GetPrint(), Info: render.GetInfo(), Encryption: render.GetEncryption(),
 					Record: rec, MaxPages: render.GetMaxPages(),
+					Stages: render.GetStages(), StepsOrdered: render.GetStepsOrdered(), PagesStage: render.GetPagesStage(),
 				},
 			}},
 		}
@@ -276,6 +277,7 @@ func (t *Tracker) Submit(ctx context.Context, r *Record, docs []Document, render
 		fetch := render.GetUrl()
 		if own := docs[i].Own; own != nil {
 			rj.Print, rj.Info, rj.Encryption, rj.Record, fetch = own.Print, own.Info, own.Encryption, ownRec[i], own.Fetch
+			rj.Stages, rj.StepsOrdered, rj.PagesStage = own.Stages, own.StepsOrdered, own.Pages
 		}
 		if fill := render.GetTemplate(); fill != nil {
 			// A stored template's files, filled with this document's data.

@@ -147,6 +147,14 @@ func (r Raw) Validate(defaultName string, renderTimeout time.Duration) (Options,
 	if o.PrintOptions, err = r.PrintRaw.Validate(renderTimeout); err != nil {
 		return o, err
 	}
+	if o.StepsOrdered {
+		// The watermark is an option of generate's and the batch's, not of
+		// PrintRaw's: given with stages, it must be in them.
+		if o.Watermark != nil {
+			return o, invalid.Field("watermark", "with stages, give every post-processing step in stages")
+		}
+		o.Watermark = o.StageWatermark
+	}
 	o.marginGiven = !isNull(r.Margin)
 	o.MakeRoom(o.Print.HeaderTemplate != "", o.Print.FooterTemplate != "")
 	return o, nil

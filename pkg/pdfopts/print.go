@@ -82,6 +82,8 @@ type PrintRaw struct {
 	Report *bool `json:"report"`
 	// DESIGN §8's documents-of-record options.
 	RecordRaw
+	// Stages orders the post-processing steps (DESIGN §11, ApplyStages).
+	Stages json.RawMessage `json:"stages"`
 }
 
 // PrintOptions are the validated §6 fields.
@@ -92,6 +94,19 @@ type PrintOptions struct {
 	Fetch      *jobspb.PageURL    // headers, cookies, user agent of a URL render (URL empty)
 	Report     bool
 	Record     *jobspb.Record // nil: none of §8
+	// Stages are the steps' order when the client gave stages
+	// (StepsOrdered), with the steps only stages carry: the watermark
+	// (Raw.Validate moves it to Options.Watermark) and pages.
+	Stages         []string
+	StepsOrdered   bool
+	StageWatermark *jobspb.Watermark
+	Pages          *jobspb.PagesTool
+}
+
+// Steps are o's post-processing steps, for CheckStages once the
+// request's uploaded parts are in.
+func (o PrintOptions) Steps() Steps {
+	return Steps{Info: o.Info, Encryption: o.Encryption, Record: o.Record, Pages: o.Pages, Order: o.Stages, Ordered: o.StepsOrdered}
 }
 
 // IsZero reports whether no field was sent.
@@ -191,6 +206,14 @@ func (p PrintRaw) Validate(renderTimeout time.Duration) (PrintOptions, error) {
 	}
 	if o.Record, err = p.RecordRaw.Validate(); err != nil {
 		return PrintOptions{}, err
+	}
+	steps := Steps{Info: o.Info, Encryption: o.Encryption, Record: o.Record}
+	if err := ApplyStages(p.Stages, &steps); err != nil {
+		return PrintOptions{}, err
+	}
+	if steps.Ordered {
+		o.Info, o.Encryption, o.Record = steps.Info, steps.Encryption, steps.Record
+		o.Stages, o.StepsOrdered, o.StageWatermark, o.Pages = steps.Order, true, steps.Watermark, steps.Pages
 	}
 	if err := CheckRecord(o.Record, o.Encryption, pr.Untagged); err != nil {
 		return PrintOptions{}, err

@@ -1274,7 +1274,20 @@ type RenderJob struct {
 	Template *TemplateFill `protobuf:"bytes,11,opt,name=template,proto3" json:"template,omitempty"`
 	// The most pages the document may have (the account's plan, DESIGN §10);
 	// 0: no bound beyond the worker's own.
-	MaxPages      int32 `protobuf:"varint,12,opt,name=max_pages,json=maxPages,proto3" json:"max_pages,omitempty"`
+	MaxPages int32 `protobuf:"varint,12,opt,name=max_pages,json=maxPages,proto3" json:"max_pages,omitempty"`
+	// The entry is Markdown (POST /pdf/markdown, DESIGN §11): the worker
+	// turns it into the page to print, inside the bundle's template.html at
+	// its {{content}} when the bundle has one.
+	Markdown bool `protobuf:"varint,13,opt,name=markdown,proto3" json:"markdown,omitempty"`
+	// The post-processing steps in the caller's order (DESIGN §11 stages:
+	// "pages", "watermark", "metadata", "attachments", "pdfa", "pdfua",
+	// "encrypt", "sign"), each using this job's field of the same step;
+	// empty: §8's fixed order. steps_ordered tells an empty list given from
+	// none given.
+	Stages       []string `protobuf:"bytes,20,rep,name=stages,proto3" json:"stages,omitempty"`
+	StepsOrdered bool     `protobuf:"varint,21,opt,name=steps_ordered,json=stepsOrdered,proto3" json:"steps_ordered,omitempty"`
+	// The "pages" step of stages.
+	PagesStage    *PagesTool `protobuf:"bytes,22,opt,name=pages_stage,json=pagesStage,proto3" json:"pages_stage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1393,6 +1406,221 @@ func (x *RenderJob) GetMaxPages() int32 {
 	return 0
 }
 
+func (x *RenderJob) GetMarkdown() bool {
+	if x != nil {
+		return x.Markdown
+	}
+	return false
+}
+
+func (x *RenderJob) GetStages() []string {
+	if x != nil {
+		return x.Stages
+	}
+	return nil
+}
+
+func (x *RenderJob) GetStepsOrdered() bool {
+	if x != nil {
+		return x.StepsOrdered
+	}
+	return false
+}
+
+func (x *RenderJob) GetPagesStage() *PagesTool {
+	if x != nil {
+		return x.PagesStage
+	}
+	return nil
+}
+
+// ScreenshotJob is POST /pdf/screenshot (DESIGN §11): a page loaded and
+// waited for as a render's is (source: its bundle or url, its print's
+// waits, checks and media), then captured as one image instead of printed.
+type ScreenshotJob struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Source *RenderJob             `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
+	// "png", "jpeg" or "webp".
+	Format string `protobuf:"bytes,2,opt,name=format,proto3" json:"format,omitempty"`
+	// 1-100 for jpeg and webp; 0: the encoder's default.
+	Quality int32 `protobuf:"varint,3,opt,name=quality,proto3" json:"quality,omitempty"`
+	// The whole page, past the viewport's height.
+	FullPage bool `protobuf:"varint,4,opt,name=full_page,json=fullPage,proto3" json:"full_page,omitempty"`
+	// Absent: the viewport (or, with full_page, the page).
+	Clip *Clip `protobuf:"bytes,5,opt,name=clip,proto3" json:"clip,omitempty"`
+	// The viewport in CSS pixels, validated by pdfopts.
+	Width  int32 `protobuf:"varint,6,opt,name=width,proto3" json:"width,omitempty"`
+	Height int32 `protobuf:"varint,7,opt,name=height,proto3" json:"height,omitempty"`
+	// A page without a background of its own is transparent (png, webp).
+	OmitBackground bool `protobuf:"varint,8,opt,name=omit_background,json=omitBackground,proto3" json:"omit_background,omitempty"`
+	// CSS media type print; a screenshot shows the screen's by default.
+	MediaPrint    bool `protobuf:"varint,9,opt,name=media_print,json=mediaPrint,proto3" json:"media_print,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScreenshotJob) Reset() {
+	*x = ScreenshotJob{}
+	mi := &file_jobs_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScreenshotJob) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScreenshotJob) ProtoMessage() {}
+
+func (x *ScreenshotJob) ProtoReflect() protoreflect.Message {
+	mi := &file_jobs_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScreenshotJob.ProtoReflect.Descriptor instead.
+func (*ScreenshotJob) Descriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ScreenshotJob) GetSource() *RenderJob {
+	if x != nil {
+		return x.Source
+	}
+	return nil
+}
+
+func (x *ScreenshotJob) GetFormat() string {
+	if x != nil {
+		return x.Format
+	}
+	return ""
+}
+
+func (x *ScreenshotJob) GetQuality() int32 {
+	if x != nil {
+		return x.Quality
+	}
+	return 0
+}
+
+func (x *ScreenshotJob) GetFullPage() bool {
+	if x != nil {
+		return x.FullPage
+	}
+	return false
+}
+
+func (x *ScreenshotJob) GetClip() *Clip {
+	if x != nil {
+		return x.Clip
+	}
+	return nil
+}
+
+func (x *ScreenshotJob) GetWidth() int32 {
+	if x != nil {
+		return x.Width
+	}
+	return 0
+}
+
+func (x *ScreenshotJob) GetHeight() int32 {
+	if x != nil {
+		return x.Height
+	}
+	return 0
+}
+
+func (x *ScreenshotJob) GetOmitBackground() bool {
+	if x != nil {
+		return x.OmitBackground
+	}
+	return false
+}
+
+func (x *ScreenshotJob) GetMediaPrint() bool {
+	if x != nil {
+		return x.MediaPrint
+	}
+	return false
+}
+
+// Clip is a screenshot's rectangle, in the page's CSS pixels.
+type Clip struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	X             float64                `protobuf:"fixed64,1,opt,name=x,proto3" json:"x,omitempty"`
+	Y             float64                `protobuf:"fixed64,2,opt,name=y,proto3" json:"y,omitempty"`
+	Width         float64                `protobuf:"fixed64,3,opt,name=width,proto3" json:"width,omitempty"`
+	Height        float64                `protobuf:"fixed64,4,opt,name=height,proto3" json:"height,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Clip) Reset() {
+	*x = Clip{}
+	mi := &file_jobs_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Clip) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Clip) ProtoMessage() {}
+
+func (x *Clip) ProtoReflect() protoreflect.Message {
+	mi := &file_jobs_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Clip.ProtoReflect.Descriptor instead.
+func (*Clip) Descriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *Clip) GetX() float64 {
+	if x != nil {
+		return x.X
+	}
+	return 0
+}
+
+func (x *Clip) GetY() float64 {
+	if x != nil {
+		return x.Y
+	}
+	return 0
+}
+
+func (x *Clip) GetWidth() float64 {
+	if x != nil {
+		return x.Width
+	}
+	return 0
+}
+
+func (x *Clip) GetHeight() float64 {
+	if x != nil {
+		return x.Height
+	}
+	return 0
+}
+
 // TemplateFill is the data a stored template's entry file is filled with.
 // The bundle (RenderJob.bundle_prefix) is the template version's files,
 // which never change: a worker keeps them parsed between jobs.
@@ -1410,7 +1638,7 @@ type TemplateFill struct {
 
 func (x *TemplateFill) Reset() {
 	*x = TemplateFill{}
-	mi := &file_jobs_proto_msgTypes[13]
+	mi := &file_jobs_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1422,7 +1650,7 @@ func (x *TemplateFill) String() string {
 func (*TemplateFill) ProtoMessage() {}
 
 func (x *TemplateFill) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[13]
+	mi := &file_jobs_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1435,7 +1663,7 @@ func (x *TemplateFill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TemplateFill.ProtoReflect.Descriptor instead.
 func (*TemplateFill) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{13}
+	return file_jobs_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TemplateFill) GetTemplateId() string {
@@ -1479,7 +1707,7 @@ type TemplateError struct {
 
 func (x *TemplateError) Reset() {
 	*x = TemplateError{}
-	mi := &file_jobs_proto_msgTypes[14]
+	mi := &file_jobs_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1491,7 +1719,7 @@ func (x *TemplateError) String() string {
 func (*TemplateError) ProtoMessage() {}
 
 func (x *TemplateError) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[14]
+	mi := &file_jobs_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1504,7 +1732,7 @@ func (x *TemplateError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TemplateError.ProtoReflect.Descriptor instead.
 func (*TemplateError) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{14}
+	return file_jobs_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TemplateError) GetLine() int32 {
@@ -1533,18 +1761,22 @@ type MergeJob struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	InputKeys []string               `protobuf:"bytes,1,rep,name=input_keys,json=inputKeys,proto3" json:"input_keys,omitempty"`
 	// Client-side names of the inputs, for error messages.
-	InputNames    []string    `protobuf:"bytes,2,rep,name=input_names,json=inputNames,proto3" json:"input_names,omitempty"`
-	Watermark     *Watermark  `protobuf:"bytes,3,opt,name=watermark,proto3" json:"watermark,omitempty"`
-	Info          *DocInfo    `protobuf:"bytes,4,opt,name=info,proto3" json:"info,omitempty"`
-	Encryption    *Encryption `protobuf:"bytes,5,opt,name=encryption,proto3" json:"encryption,omitempty"`
-	Record        *Record     `protobuf:"bytes,6,opt,name=record,proto3" json:"record,omitempty"`
+	InputNames []string    `protobuf:"bytes,2,rep,name=input_names,json=inputNames,proto3" json:"input_names,omitempty"`
+	Watermark  *Watermark  `protobuf:"bytes,3,opt,name=watermark,proto3" json:"watermark,omitempty"`
+	Info       *DocInfo    `protobuf:"bytes,4,opt,name=info,proto3" json:"info,omitempty"`
+	Encryption *Encryption `protobuf:"bytes,5,opt,name=encryption,proto3" json:"encryption,omitempty"`
+	Record     *Record     `protobuf:"bytes,6,opt,name=record,proto3" json:"record,omitempty"`
+	// As RenderJob's.
+	Stages        []string   `protobuf:"bytes,20,rep,name=stages,proto3" json:"stages,omitempty"`
+	StepsOrdered  bool       `protobuf:"varint,21,opt,name=steps_ordered,json=stepsOrdered,proto3" json:"steps_ordered,omitempty"`
+	PagesStage    *PagesTool `protobuf:"bytes,22,opt,name=pages_stage,json=pagesStage,proto3" json:"pages_stage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MergeJob) Reset() {
 	*x = MergeJob{}
-	mi := &file_jobs_proto_msgTypes[15]
+	mi := &file_jobs_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1556,7 +1788,7 @@ func (x *MergeJob) String() string {
 func (*MergeJob) ProtoMessage() {}
 
 func (x *MergeJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[15]
+	mi := &file_jobs_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1569,7 +1801,7 @@ func (x *MergeJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeJob.ProtoReflect.Descriptor instead.
 func (*MergeJob) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{15}
+	return file_jobs_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *MergeJob) GetInputKeys() []string {
@@ -1614,6 +1846,27 @@ func (x *MergeJob) GetRecord() *Record {
 	return nil
 }
 
+func (x *MergeJob) GetStages() []string {
+	if x != nil {
+		return x.Stages
+	}
+	return nil
+}
+
+func (x *MergeJob) GetStepsOrdered() bool {
+	if x != nil {
+		return x.StepsOrdered
+	}
+	return false
+}
+
+func (x *MergeJob) GetPagesStage() *PagesTool {
+	if x != nil {
+		return x.PagesStage
+	}
+	return nil
+}
+
 // Job is one unit of work; its kind alone says what the worker does.
 type Job struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -1635,6 +1888,7 @@ type Job struct {
 	//	*Job_Inspect
 	//	*Job_Slice
 	//	*Job_Tool
+	//	*Job_Screenshot
 	Kind          isJob_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1642,7 +1896,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_jobs_proto_msgTypes[16]
+	mi := &file_jobs_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1654,7 +1908,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[16]
+	mi := &file_jobs_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1667,7 +1921,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{16}
+	return file_jobs_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Job) GetId() string {
@@ -1782,6 +2036,15 @@ func (x *Job) GetTool() *ToolJob {
 	return nil
 }
 
+func (x *Job) GetScreenshot() *ScreenshotJob {
+	if x != nil {
+		if x, ok := x.Kind.(*Job_Screenshot); ok {
+			return x.Screenshot
+		}
+	}
+	return nil
+}
+
 type isJob_Kind interface {
 	isJob_Kind()
 }
@@ -1814,6 +2077,10 @@ type Job_Tool struct {
 	Tool *ToolJob `protobuf:"bytes,16,opt,name=tool,proto3,oneof"`
 }
 
+type Job_Screenshot struct {
+	Screenshot *ScreenshotJob `protobuf:"bytes,17,opt,name=screenshot,proto3,oneof"`
+}
+
 func (*Job_Render) isJob_Kind() {}
 
 func (*Job_Merge) isJob_Kind() {}
@@ -1827,6 +2094,8 @@ func (*Job_Inspect) isJob_Kind() {}
 func (*Job_Slice) isJob_Kind() {}
 
 func (*Job_Tool) isJob_Kind() {}
+
+func (*Job_Screenshot) isJob_Kind() {}
 
 // SliceJob prints one slice of a long document split by the job that took
 // it (DESIGN §10), on whichever worker has a free slot: the parent job
@@ -1851,7 +2120,7 @@ type SliceJob struct {
 
 func (x *SliceJob) Reset() {
 	*x = SliceJob{}
-	mi := &file_jobs_proto_msgTypes[17]
+	mi := &file_jobs_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1863,7 +2132,7 @@ func (x *SliceJob) String() string {
 func (*SliceJob) ProtoMessage() {}
 
 func (x *SliceJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[17]
+	mi := &file_jobs_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1876,7 +2145,7 @@ func (x *SliceJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SliceJob.ProtoReflect.Descriptor instead.
 func (*SliceJob) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{17}
+	return file_jobs_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SliceJob) GetParentId() string {
@@ -1934,7 +2203,7 @@ type InspectJob struct {
 
 func (x *InspectJob) Reset() {
 	*x = InspectJob{}
-	mi := &file_jobs_proto_msgTypes[18]
+	mi := &file_jobs_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1946,7 +2215,7 @@ func (x *InspectJob) String() string {
 func (*InspectJob) ProtoMessage() {}
 
 func (x *InspectJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[18]
+	mi := &file_jobs_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1959,7 +2228,7 @@ func (x *InspectJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectJob.ProtoReflect.Descriptor instead.
 func (*InspectJob) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{18}
+	return file_jobs_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *InspectJob) GetInputKey() string {
@@ -2005,7 +2274,7 @@ type ToolJob struct {
 
 func (x *ToolJob) Reset() {
 	*x = ToolJob{}
-	mi := &file_jobs_proto_msgTypes[19]
+	mi := &file_jobs_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2017,7 +2286,7 @@ func (x *ToolJob) String() string {
 func (*ToolJob) ProtoMessage() {}
 
 func (x *ToolJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[19]
+	mi := &file_jobs_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2030,7 +2299,7 @@ func (x *ToolJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolJob.ProtoReflect.Descriptor instead.
 func (*ToolJob) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{19}
+	return file_jobs_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ToolJob) GetInputKey() string {
@@ -2181,7 +2450,7 @@ type SplitTool struct {
 
 func (x *SplitTool) Reset() {
 	*x = SplitTool{}
-	mi := &file_jobs_proto_msgTypes[20]
+	mi := &file_jobs_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2193,7 +2462,7 @@ func (x *SplitTool) String() string {
 func (*SplitTool) ProtoMessage() {}
 
 func (x *SplitTool) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[20]
+	mi := &file_jobs_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2206,7 +2475,7 @@ func (x *SplitTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitTool.ProtoReflect.Descriptor instead.
 func (*SplitTool) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{20}
+	return file_jobs_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SplitTool) GetRanges() string {
@@ -2236,7 +2505,7 @@ type PagesTool struct {
 
 func (x *PagesTool) Reset() {
 	*x = PagesTool{}
-	mi := &file_jobs_proto_msgTypes[21]
+	mi := &file_jobs_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2248,7 +2517,7 @@ func (x *PagesTool) String() string {
 func (*PagesTool) ProtoMessage() {}
 
 func (x *PagesTool) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[21]
+	mi := &file_jobs_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2261,7 +2530,7 @@ func (x *PagesTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PagesTool.ProtoReflect.Descriptor instead.
 func (*PagesTool) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{21}
+	return file_jobs_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PagesTool) GetSelect() string {
@@ -2294,7 +2563,7 @@ type FlattenTool struct {
 
 func (x *FlattenTool) Reset() {
 	*x = FlattenTool{}
-	mi := &file_jobs_proto_msgTypes[22]
+	mi := &file_jobs_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2306,7 +2575,7 @@ func (x *FlattenTool) String() string {
 func (*FlattenTool) ProtoMessage() {}
 
 func (x *FlattenTool) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[22]
+	mi := &file_jobs_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2319,7 +2588,7 @@ func (x *FlattenTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlattenTool.ProtoReflect.Descriptor instead.
 func (*FlattenTool) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{22}
+	return file_jobs_proto_rawDescGZIP(), []int{24}
 }
 
 // OptimizeTool: image_quality 1-100; max_image_dpi 0 keeps images' size.
@@ -2333,7 +2602,7 @@ type OptimizeTool struct {
 
 func (x *OptimizeTool) Reset() {
 	*x = OptimizeTool{}
-	mi := &file_jobs_proto_msgTypes[23]
+	mi := &file_jobs_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2345,7 +2614,7 @@ func (x *OptimizeTool) String() string {
 func (*OptimizeTool) ProtoMessage() {}
 
 func (x *OptimizeTool) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[23]
+	mi := &file_jobs_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2358,7 +2627,7 @@ func (x *OptimizeTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OptimizeTool.ProtoReflect.Descriptor instead.
 func (*OptimizeTool) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{23}
+	return file_jobs_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *OptimizeTool) GetImageQuality() int32 {
@@ -2385,7 +2654,7 @@ type MetadataTool struct {
 
 func (x *MetadataTool) Reset() {
 	*x = MetadataTool{}
-	mi := &file_jobs_proto_msgTypes[24]
+	mi := &file_jobs_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2397,7 +2666,7 @@ func (x *MetadataTool) String() string {
 func (*MetadataTool) ProtoMessage() {}
 
 func (x *MetadataTool) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[24]
+	mi := &file_jobs_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2410,7 +2679,7 @@ func (x *MetadataTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetadataTool.ProtoReflect.Descriptor instead.
 func (*MetadataTool) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{24}
+	return file_jobs_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *MetadataTool) GetInfo() *DocInfo {
@@ -2431,7 +2700,7 @@ type TextTool struct {
 
 func (x *TextTool) Reset() {
 	*x = TextTool{}
-	mi := &file_jobs_proto_msgTypes[25]
+	mi := &file_jobs_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2443,7 +2712,7 @@ func (x *TextTool) String() string {
 func (*TextTool) ProtoMessage() {}
 
 func (x *TextTool) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[25]
+	mi := &file_jobs_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2456,7 +2725,7 @@ func (x *TextTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TextTool.ProtoReflect.Descriptor instead.
 func (*TextTool) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{25}
+	return file_jobs_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *TextTool) GetMarkdown() bool {
@@ -2485,7 +2754,7 @@ type ImagesTool struct {
 
 func (x *ImagesTool) Reset() {
 	*x = ImagesTool{}
-	mi := &file_jobs_proto_msgTypes[26]
+	mi := &file_jobs_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2497,7 +2766,7 @@ func (x *ImagesTool) String() string {
 func (*ImagesTool) ProtoMessage() {}
 
 func (x *ImagesTool) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[26]
+	mi := &file_jobs_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2510,7 +2779,7 @@ func (x *ImagesTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImagesTool.ProtoReflect.Descriptor instead.
 func (*ImagesTool) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{26}
+	return file_jobs_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ImagesTool) GetFormat() string {
@@ -2534,7 +2803,8 @@ func (x *ImagesTool) GetPages() string {
 	return ""
 }
 
-// ToolOutput is what a ToolJob wrote to the job's output key.
+// ToolOutput is what a ToolJob (or a ScreenshotJob) wrote to the job's
+// output key.
 type ToolOutput struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The output's media type: application/pdf, application/zip,
@@ -2550,7 +2820,7 @@ type ToolOutput struct {
 
 func (x *ToolOutput) Reset() {
 	*x = ToolOutput{}
-	mi := &file_jobs_proto_msgTypes[27]
+	mi := &file_jobs_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2562,7 +2832,7 @@ func (x *ToolOutput) String() string {
 func (*ToolOutput) ProtoMessage() {}
 
 func (x *ToolOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[27]
+	mi := &file_jobs_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2575,7 +2845,7 @@ func (x *ToolOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolOutput.ProtoReflect.Descriptor instead.
 func (*ToolOutput) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{27}
+	return file_jobs_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ToolOutput) GetContentType() string {
@@ -2626,7 +2896,7 @@ type InspectReport struct {
 
 func (x *InspectReport) Reset() {
 	*x = InspectReport{}
-	mi := &file_jobs_proto_msgTypes[28]
+	mi := &file_jobs_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2638,7 +2908,7 @@ func (x *InspectReport) String() string {
 func (*InspectReport) ProtoMessage() {}
 
 func (x *InspectReport) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[28]
+	mi := &file_jobs_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2651,7 +2921,7 @@ func (x *InspectReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectReport.ProtoReflect.Descriptor instead.
 func (*InspectReport) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{28}
+	return file_jobs_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *InspectReport) GetPages() int32 {
@@ -2758,7 +3028,7 @@ type BatchDocumentJob struct {
 
 func (x *BatchDocumentJob) Reset() {
 	*x = BatchDocumentJob{}
-	mi := &file_jobs_proto_msgTypes[29]
+	mi := &file_jobs_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2770,7 +3040,7 @@ func (x *BatchDocumentJob) String() string {
 func (*BatchDocumentJob) ProtoMessage() {}
 
 func (x *BatchDocumentJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[29]
+	mi := &file_jobs_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2783,7 +3053,7 @@ func (x *BatchDocumentJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchDocumentJob.ProtoReflect.Descriptor instead.
 func (*BatchDocumentJob) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{29}
+	return file_jobs_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *BatchDocumentJob) GetBatchId() string {
@@ -2818,7 +3088,7 @@ type ZipJob struct {
 
 func (x *ZipJob) Reset() {
 	*x = ZipJob{}
-	mi := &file_jobs_proto_msgTypes[30]
+	mi := &file_jobs_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2830,7 +3100,7 @@ func (x *ZipJob) String() string {
 func (*ZipJob) ProtoMessage() {}
 
 func (x *ZipJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[30]
+	mi := &file_jobs_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2843,7 +3113,7 @@ func (x *ZipJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ZipJob.ProtoReflect.Descriptor instead.
 func (*ZipJob) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{30}
+	return file_jobs_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ZipJob) GetBatchId() string {
@@ -2871,7 +3141,7 @@ type WebhookDelivery struct {
 
 func (x *WebhookDelivery) Reset() {
 	*x = WebhookDelivery{}
-	mi := &file_jobs_proto_msgTypes[31]
+	mi := &file_jobs_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2883,7 +3153,7 @@ func (x *WebhookDelivery) String() string {
 func (*WebhookDelivery) ProtoMessage() {}
 
 func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[31]
+	mi := &file_jobs_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2896,7 +3166,7 @@ func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDelivery.ProtoReflect.Descriptor instead.
 func (*WebhookDelivery) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{31}
+	return file_jobs_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *WebhookDelivery) GetDeliveryId() string {
@@ -2954,7 +3224,7 @@ type FailedRequest struct {
 
 func (x *FailedRequest) Reset() {
 	*x = FailedRequest{}
-	mi := &file_jobs_proto_msgTypes[32]
+	mi := &file_jobs_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2966,7 +3236,7 @@ func (x *FailedRequest) String() string {
 func (*FailedRequest) ProtoMessage() {}
 
 func (x *FailedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[32]
+	mi := &file_jobs_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2979,7 +3249,7 @@ func (x *FailedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailedRequest.ProtoReflect.Descriptor instead.
 func (*FailedRequest) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{32}
+	return file_jobs_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *FailedRequest) GetUrl() string {
@@ -3035,7 +3305,7 @@ type Report struct {
 
 func (x *Report) Reset() {
 	*x = Report{}
-	mi := &file_jobs_proto_msgTypes[33]
+	mi := &file_jobs_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3047,7 +3317,7 @@ func (x *Report) String() string {
 func (*Report) ProtoMessage() {}
 
 func (x *Report) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[33]
+	mi := &file_jobs_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3060,7 +3330,7 @@ func (x *Report) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Report.ProtoReflect.Descriptor instead.
 func (*Report) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{33}
+	return file_jobs_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Report) GetPages() int32 {
@@ -3185,7 +3455,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_jobs_proto_msgTypes[34]
+	mi := &file_jobs_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3197,7 +3467,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[34]
+	mi := &file_jobs_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3210,7 +3480,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{34}
+	return file_jobs_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Result) GetJobId() string {
@@ -3307,7 +3577,7 @@ type InspectReport_PageSize struct {
 
 func (x *InspectReport_PageSize) Reset() {
 	*x = InspectReport_PageSize{}
-	mi := &file_jobs_proto_msgTypes[37]
+	mi := &file_jobs_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3319,7 +3589,7 @@ func (x *InspectReport_PageSize) String() string {
 func (*InspectReport_PageSize) ProtoMessage() {}
 
 func (x *InspectReport_PageSize) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[37]
+	mi := &file_jobs_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3332,7 +3602,7 @@ func (x *InspectReport_PageSize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectReport_PageSize.ProtoReflect.Descriptor instead.
 func (*InspectReport_PageSize) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{28, 0}
+	return file_jobs_proto_rawDescGZIP(), []int{30, 0}
 }
 
 func (x *InspectReport_PageSize) GetWidth() float64 {
@@ -3359,7 +3629,7 @@ type InspectReport_Font struct {
 
 func (x *InspectReport_Font) Reset() {
 	*x = InspectReport_Font{}
-	mi := &file_jobs_proto_msgTypes[38]
+	mi := &file_jobs_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3371,7 +3641,7 @@ func (x *InspectReport_Font) String() string {
 func (*InspectReport_Font) ProtoMessage() {}
 
 func (x *InspectReport_Font) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[38]
+	mi := &file_jobs_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3384,7 +3654,7 @@ func (x *InspectReport_Font) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectReport_Font.ProtoReflect.Descriptor instead.
 func (*InspectReport_Font) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{28, 1}
+	return file_jobs_proto_rawDescGZIP(), []int{30, 1}
 }
 
 func (x *InspectReport_Font) GetName() string {
@@ -3413,7 +3683,7 @@ type InspectReport_Attachment struct {
 
 func (x *InspectReport_Attachment) Reset() {
 	*x = InspectReport_Attachment{}
-	mi := &file_jobs_proto_msgTypes[39]
+	mi := &file_jobs_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3425,7 +3695,7 @@ func (x *InspectReport_Attachment) String() string {
 func (*InspectReport_Attachment) ProtoMessage() {}
 
 func (x *InspectReport_Attachment) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[39]
+	mi := &file_jobs_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3438,7 +3708,7 @@ func (x *InspectReport_Attachment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectReport_Attachment.ProtoReflect.Descriptor instead.
 func (*InspectReport_Attachment) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{28, 2}
+	return file_jobs_proto_rawDescGZIP(), []int{30, 2}
 }
 
 func (x *InspectReport_Attachment) GetFileName() string {
@@ -3487,7 +3757,7 @@ type InspectReport_Signature struct {
 
 func (x *InspectReport_Signature) Reset() {
 	*x = InspectReport_Signature{}
-	mi := &file_jobs_proto_msgTypes[41]
+	mi := &file_jobs_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3499,7 +3769,7 @@ func (x *InspectReport_Signature) String() string {
 func (*InspectReport_Signature) ProtoMessage() {}
 
 func (x *InspectReport_Signature) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[41]
+	mi := &file_jobs_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3512,7 +3782,7 @@ func (x *InspectReport_Signature) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectReport_Signature.ProtoReflect.Descriptor instead.
 func (*InspectReport_Signature) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{28, 4}
+	return file_jobs_proto_rawDescGZIP(), []int{30, 4}
 }
 
 func (x *InspectReport_Signature) GetSigner() string {
@@ -3662,7 +3932,7 @@ const file_jobs_proto_rawDesc = "" +
 	"user_agent\x18\x04 \x01(\tR\tuserAgent\x1aC\n" +
 	"\x15ExtraHttpHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9f\x04\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb7\x05\n" +
 	"\tRenderJob\x12#\n" +
 	"\rbundle_prefix\x18\x01 \x01(\tR\fbundlePrefix\x12\x14\n" +
 	"\x05files\x18\x02 \x03(\tR\x05files\x12\x14\n" +
@@ -3678,7 +3948,28 @@ const file_jobs_proto_rawDesc = "" +
 	"\x06record\x18\n" +
 	" \x01(\v2\x19.docrender.jobs.v1.RecordR\x06record\x12;\n" +
 	"\btemplate\x18\v \x01(\v2\x1f.docrender.jobs.v1.TemplateFillR\btemplate\x12\x1b\n" +
-	"\tmax_pages\x18\f \x01(\x05R\bmaxPages\"\x81\x01\n" +
+	"\tmax_pages\x18\f \x01(\x05R\bmaxPages\x12\x1a\n" +
+	"\bmarkdown\x18\r \x01(\bR\bmarkdown\x12\x16\n" +
+	"\x06stages\x18\x14 \x03(\tR\x06stages\x12#\n" +
+	"\rsteps_ordered\x18\x15 \x01(\bR\fstepsOrdered\x12=\n" +
+	"\vpages_stage\x18\x16 \x01(\v2\x1c.docrender.jobs.v1.PagesToolR\n" +
+	"pagesStage\"\xb9\x02\n" +
+	"\rScreenshotJob\x124\n" +
+	"\x06source\x18\x01 \x01(\v2\x1c.docrender.jobs.v1.RenderJobR\x06source\x12\x16\n" +
+	"\x06format\x18\x02 \x01(\tR\x06format\x12\x18\n" +
+	"\aquality\x18\x03 \x01(\x05R\aquality\x12\x1b\n" +
+	"\tfull_page\x18\x04 \x01(\bR\bfullPage\x12+\n" +
+	"\x04clip\x18\x05 \x01(\v2\x17.docrender.jobs.v1.ClipR\x04clip\x12\x14\n" +
+	"\x05width\x18\x06 \x01(\x05R\x05width\x12\x16\n" +
+	"\x06height\x18\a \x01(\x05R\x06height\x12'\n" +
+	"\x0fomit_background\x18\b \x01(\bR\x0eomitBackground\x12\x1f\n" +
+	"\vmedia_print\x18\t \x01(\bR\n" +
+	"mediaPrint\"P\n" +
+	"\x04Clip\x12\f\n" +
+	"\x01x\x18\x01 \x01(\x01R\x01x\x12\f\n" +
+	"\x01y\x18\x02 \x01(\x01R\x01y\x12\x14\n" +
+	"\x05width\x18\x03 \x01(\x01R\x05width\x12\x16\n" +
+	"\x06height\x18\x04 \x01(\x01R\x06height\"\x81\x01\n" +
 	"\fTemplateFill\x12\x1f\n" +
 	"\vtemplate_id\x18\x01 \x01(\tR\n" +
 	"templateId\x12\x18\n" +
@@ -3688,7 +3979,7 @@ const file_jobs_proto_rawDesc = "" +
 	"\rTemplateError\x12\x12\n" +
 	"\x04line\x18\x01 \x01(\x05R\x04line\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\xa8\x02\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\xa4\x03\n" +
 	"\bMergeJob\x12\x1d\n" +
 	"\n" +
 	"input_keys\x18\x01 \x03(\tR\tinputKeys\x12\x1f\n" +
@@ -3699,7 +3990,11 @@ const file_jobs_proto_rawDesc = "" +
 	"\n" +
 	"encryption\x18\x05 \x01(\v2\x1d.docrender.jobs.v1.EncryptionR\n" +
 	"encryption\x121\n" +
-	"\x06record\x18\x06 \x01(\v2\x19.docrender.jobs.v1.RecordR\x06record\"\xed\x04\n" +
+	"\x06record\x18\x06 \x01(\v2\x19.docrender.jobs.v1.RecordR\x06record\x12\x16\n" +
+	"\x06stages\x18\x14 \x03(\tR\x06stages\x12#\n" +
+	"\rsteps_ordered\x18\x15 \x01(\bR\fstepsOrdered\x12=\n" +
+	"\vpages_stage\x18\x16 \x01(\v2\x1c.docrender.jobs.v1.PagesToolR\n" +
+	"pagesStage\"\xb1\x05\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -3718,7 +4013,10 @@ const file_jobs_proto_rawDesc = "" +
 	"\x0ebatch_document\x18\r \x01(\v2#.docrender.jobs.v1.BatchDocumentJobH\x00R\rbatchDocument\x129\n" +
 	"\ainspect\x18\x0e \x01(\v2\x1d.docrender.jobs.v1.InspectJobH\x00R\ainspect\x123\n" +
 	"\x05slice\x18\x0f \x01(\v2\x1b.docrender.jobs.v1.SliceJobH\x00R\x05slice\x120\n" +
-	"\x04tool\x18\x10 \x01(\v2\x1a.docrender.jobs.v1.ToolJobH\x00R\x04toolB\x06\n" +
+	"\x04tool\x18\x10 \x01(\v2\x1a.docrender.jobs.v1.ToolJobH\x00R\x04tool\x12B\n" +
+	"\n" +
+	"screenshot\x18\x11 \x01(\v2 .docrender.jobs.v1.ScreenshotJobH\x00R\n" +
+	"screenshotB\x06\n" +
 	"\x04kindJ\x04\b\x04\x10\x05J\x04\b\x05\x10\x06R\bbatch_idR\vbatch_index\"\xca\x01\n" +
 	"\bSliceJob\x12\x1b\n" +
 	"\tparent_id\x18\x01 \x01(\tR\bparentId\x12\x14\n" +
@@ -3895,7 +4193,7 @@ func file_jobs_proto_rawDescGZIP() []byte {
 }
 
 var file_jobs_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_jobs_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
+var file_jobs_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_jobs_proto_goTypes = []any{
 	(Split)(0),                       // 0: docrender.jobs.v1.Split
 	(ErrorKind)(0),                   // 1: docrender.jobs.v1.ErrorKind
@@ -3912,35 +4210,37 @@ var file_jobs_proto_goTypes = []any{
 	(*Cookie)(nil),                   // 12: docrender.jobs.v1.Cookie
 	(*PageURL)(nil),                  // 13: docrender.jobs.v1.PageURL
 	(*RenderJob)(nil),                // 14: docrender.jobs.v1.RenderJob
-	(*TemplateFill)(nil),             // 15: docrender.jobs.v1.TemplateFill
-	(*TemplateError)(nil),            // 16: docrender.jobs.v1.TemplateError
-	(*MergeJob)(nil),                 // 17: docrender.jobs.v1.MergeJob
-	(*Job)(nil),                      // 18: docrender.jobs.v1.Job
-	(*SliceJob)(nil),                 // 19: docrender.jobs.v1.SliceJob
-	(*InspectJob)(nil),               // 20: docrender.jobs.v1.InspectJob
-	(*ToolJob)(nil),                  // 21: docrender.jobs.v1.ToolJob
-	(*SplitTool)(nil),                // 22: docrender.jobs.v1.SplitTool
-	(*PagesTool)(nil),                // 23: docrender.jobs.v1.PagesTool
-	(*FlattenTool)(nil),              // 24: docrender.jobs.v1.FlattenTool
-	(*OptimizeTool)(nil),             // 25: docrender.jobs.v1.OptimizeTool
-	(*MetadataTool)(nil),             // 26: docrender.jobs.v1.MetadataTool
-	(*TextTool)(nil),                 // 27: docrender.jobs.v1.TextTool
-	(*ImagesTool)(nil),               // 28: docrender.jobs.v1.ImagesTool
-	(*ToolOutput)(nil),               // 29: docrender.jobs.v1.ToolOutput
-	(*InspectReport)(nil),            // 30: docrender.jobs.v1.InspectReport
-	(*BatchDocumentJob)(nil),         // 31: docrender.jobs.v1.BatchDocumentJob
-	(*ZipJob)(nil),                   // 32: docrender.jobs.v1.ZipJob
-	(*WebhookDelivery)(nil),          // 33: docrender.jobs.v1.WebhookDelivery
-	(*FailedRequest)(nil),            // 34: docrender.jobs.v1.FailedRequest
-	(*Report)(nil),                   // 35: docrender.jobs.v1.Report
-	(*Result)(nil),                   // 36: docrender.jobs.v1.Result
-	nil,                              // 37: docrender.jobs.v1.PageURL.ExtraHttpHeadersEntry
-	nil,                              // 38: docrender.jobs.v1.PagesTool.RotateEntry
-	(*InspectReport_PageSize)(nil),   // 39: docrender.jobs.v1.InspectReport.PageSize
-	(*InspectReport_Font)(nil),       // 40: docrender.jobs.v1.InspectReport.Font
-	(*InspectReport_Attachment)(nil), // 41: docrender.jobs.v1.InspectReport.Attachment
-	nil,                              // 42: docrender.jobs.v1.InspectReport.MetadataEntry
-	(*InspectReport_Signature)(nil),  // 43: docrender.jobs.v1.InspectReport.Signature
+	(*ScreenshotJob)(nil),            // 15: docrender.jobs.v1.ScreenshotJob
+	(*Clip)(nil),                     // 16: docrender.jobs.v1.Clip
+	(*TemplateFill)(nil),             // 17: docrender.jobs.v1.TemplateFill
+	(*TemplateError)(nil),            // 18: docrender.jobs.v1.TemplateError
+	(*MergeJob)(nil),                 // 19: docrender.jobs.v1.MergeJob
+	(*Job)(nil),                      // 20: docrender.jobs.v1.Job
+	(*SliceJob)(nil),                 // 21: docrender.jobs.v1.SliceJob
+	(*InspectJob)(nil),               // 22: docrender.jobs.v1.InspectJob
+	(*ToolJob)(nil),                  // 23: docrender.jobs.v1.ToolJob
+	(*SplitTool)(nil),                // 24: docrender.jobs.v1.SplitTool
+	(*PagesTool)(nil),                // 25: docrender.jobs.v1.PagesTool
+	(*FlattenTool)(nil),              // 26: docrender.jobs.v1.FlattenTool
+	(*OptimizeTool)(nil),             // 27: docrender.jobs.v1.OptimizeTool
+	(*MetadataTool)(nil),             // 28: docrender.jobs.v1.MetadataTool
+	(*TextTool)(nil),                 // 29: docrender.jobs.v1.TextTool
+	(*ImagesTool)(nil),               // 30: docrender.jobs.v1.ImagesTool
+	(*ToolOutput)(nil),               // 31: docrender.jobs.v1.ToolOutput
+	(*InspectReport)(nil),            // 32: docrender.jobs.v1.InspectReport
+	(*BatchDocumentJob)(nil),         // 33: docrender.jobs.v1.BatchDocumentJob
+	(*ZipJob)(nil),                   // 34: docrender.jobs.v1.ZipJob
+	(*WebhookDelivery)(nil),          // 35: docrender.jobs.v1.WebhookDelivery
+	(*FailedRequest)(nil),            // 36: docrender.jobs.v1.FailedRequest
+	(*Report)(nil),                   // 37: docrender.jobs.v1.Report
+	(*Result)(nil),                   // 38: docrender.jobs.v1.Result
+	nil,                              // 39: docrender.jobs.v1.PageURL.ExtraHttpHeadersEntry
+	nil,                              // 40: docrender.jobs.v1.PagesTool.RotateEntry
+	(*InspectReport_PageSize)(nil),   // 41: docrender.jobs.v1.InspectReport.PageSize
+	(*InspectReport_Font)(nil),       // 42: docrender.jobs.v1.InspectReport.Font
+	(*InspectReport_Attachment)(nil), // 43: docrender.jobs.v1.InspectReport.Attachment
+	nil,                              // 44: docrender.jobs.v1.InspectReport.MetadataEntry
+	(*InspectReport_Signature)(nil),  // 45: docrender.jobs.v1.InspectReport.Signature
 }
 var file_jobs_proto_depIdxs = []int32{
 	0,  // 0: docrender.jobs.v1.Print.split:type_name -> docrender.jobs.v1.Split
@@ -3948,7 +4248,7 @@ var file_jobs_proto_depIdxs = []int32{
 	5,  // 2: docrender.jobs.v1.Record.attachments:type_name -> docrender.jobs.v1.Attachment
 	6,  // 3: docrender.jobs.v1.Record.einvoice:type_name -> docrender.jobs.v1.EInvoice
 	8,  // 4: docrender.jobs.v1.Record.sign:type_name -> docrender.jobs.v1.Signature
-	37, // 5: docrender.jobs.v1.PageURL.extra_http_headers:type_name -> docrender.jobs.v1.PageURL.ExtraHttpHeadersEntry
+	39, // 5: docrender.jobs.v1.PageURL.extra_http_headers:type_name -> docrender.jobs.v1.PageURL.ExtraHttpHeadersEntry
 	12, // 6: docrender.jobs.v1.PageURL.cookies:type_name -> docrender.jobs.v1.Cookie
 	2,  // 7: docrender.jobs.v1.RenderJob.page:type_name -> docrender.jobs.v1.Page
 	3,  // 8: docrender.jobs.v1.RenderJob.watermark:type_name -> docrender.jobs.v1.Watermark
@@ -3957,45 +4257,50 @@ var file_jobs_proto_depIdxs = []int32{
 	11, // 11: docrender.jobs.v1.RenderJob.encryption:type_name -> docrender.jobs.v1.Encryption
 	13, // 12: docrender.jobs.v1.RenderJob.url:type_name -> docrender.jobs.v1.PageURL
 	9,  // 13: docrender.jobs.v1.RenderJob.record:type_name -> docrender.jobs.v1.Record
-	15, // 14: docrender.jobs.v1.RenderJob.template:type_name -> docrender.jobs.v1.TemplateFill
-	3,  // 15: docrender.jobs.v1.MergeJob.watermark:type_name -> docrender.jobs.v1.Watermark
-	10, // 16: docrender.jobs.v1.MergeJob.info:type_name -> docrender.jobs.v1.DocInfo
-	11, // 17: docrender.jobs.v1.MergeJob.encryption:type_name -> docrender.jobs.v1.Encryption
-	9,  // 18: docrender.jobs.v1.MergeJob.record:type_name -> docrender.jobs.v1.Record
-	14, // 19: docrender.jobs.v1.Job.render:type_name -> docrender.jobs.v1.RenderJob
-	17, // 20: docrender.jobs.v1.Job.merge:type_name -> docrender.jobs.v1.MergeJob
-	32, // 21: docrender.jobs.v1.Job.zip:type_name -> docrender.jobs.v1.ZipJob
-	31, // 22: docrender.jobs.v1.Job.batch_document:type_name -> docrender.jobs.v1.BatchDocumentJob
-	20, // 23: docrender.jobs.v1.Job.inspect:type_name -> docrender.jobs.v1.InspectJob
-	19, // 24: docrender.jobs.v1.Job.slice:type_name -> docrender.jobs.v1.SliceJob
-	21, // 25: docrender.jobs.v1.Job.tool:type_name -> docrender.jobs.v1.ToolJob
-	14, // 26: docrender.jobs.v1.SliceJob.render:type_name -> docrender.jobs.v1.RenderJob
-	22, // 27: docrender.jobs.v1.ToolJob.split:type_name -> docrender.jobs.v1.SplitTool
-	23, // 28: docrender.jobs.v1.ToolJob.pages:type_name -> docrender.jobs.v1.PagesTool
-	24, // 29: docrender.jobs.v1.ToolJob.flatten:type_name -> docrender.jobs.v1.FlattenTool
-	25, // 30: docrender.jobs.v1.ToolJob.optimize:type_name -> docrender.jobs.v1.OptimizeTool
-	26, // 31: docrender.jobs.v1.ToolJob.metadata:type_name -> docrender.jobs.v1.MetadataTool
-	27, // 32: docrender.jobs.v1.ToolJob.text:type_name -> docrender.jobs.v1.TextTool
-	28, // 33: docrender.jobs.v1.ToolJob.images:type_name -> docrender.jobs.v1.ImagesTool
-	38, // 34: docrender.jobs.v1.PagesTool.rotate:type_name -> docrender.jobs.v1.PagesTool.RotateEntry
-	10, // 35: docrender.jobs.v1.MetadataTool.info:type_name -> docrender.jobs.v1.DocInfo
-	39, // 36: docrender.jobs.v1.InspectReport.page_sizes:type_name -> docrender.jobs.v1.InspectReport.PageSize
-	42, // 37: docrender.jobs.v1.InspectReport.metadata:type_name -> docrender.jobs.v1.InspectReport.MetadataEntry
-	40, // 38: docrender.jobs.v1.InspectReport.fonts:type_name -> docrender.jobs.v1.InspectReport.Font
-	41, // 39: docrender.jobs.v1.InspectReport.attachments:type_name -> docrender.jobs.v1.InspectReport.Attachment
-	43, // 40: docrender.jobs.v1.InspectReport.signatures:type_name -> docrender.jobs.v1.InspectReport.Signature
-	14, // 41: docrender.jobs.v1.BatchDocumentJob.render:type_name -> docrender.jobs.v1.RenderJob
-	34, // 42: docrender.jobs.v1.Report.failed_requests:type_name -> docrender.jobs.v1.FailedRequest
-	16, // 43: docrender.jobs.v1.Report.template_errors:type_name -> docrender.jobs.v1.TemplateError
-	1,  // 44: docrender.jobs.v1.Result.error_kind:type_name -> docrender.jobs.v1.ErrorKind
-	35, // 45: docrender.jobs.v1.Result.report:type_name -> docrender.jobs.v1.Report
-	30, // 46: docrender.jobs.v1.Result.inspect:type_name -> docrender.jobs.v1.InspectReport
-	29, // 47: docrender.jobs.v1.Result.tool:type_name -> docrender.jobs.v1.ToolOutput
-	48, // [48:48] is the sub-list for method output_type
-	48, // [48:48] is the sub-list for method input_type
-	48, // [48:48] is the sub-list for extension type_name
-	48, // [48:48] is the sub-list for extension extendee
-	0,  // [0:48] is the sub-list for field type_name
+	17, // 14: docrender.jobs.v1.RenderJob.template:type_name -> docrender.jobs.v1.TemplateFill
+	25, // 15: docrender.jobs.v1.RenderJob.pages_stage:type_name -> docrender.jobs.v1.PagesTool
+	14, // 16: docrender.jobs.v1.ScreenshotJob.source:type_name -> docrender.jobs.v1.RenderJob
+	16, // 17: docrender.jobs.v1.ScreenshotJob.clip:type_name -> docrender.jobs.v1.Clip
+	3,  // 18: docrender.jobs.v1.MergeJob.watermark:type_name -> docrender.jobs.v1.Watermark
+	10, // 19: docrender.jobs.v1.MergeJob.info:type_name -> docrender.jobs.v1.DocInfo
+	11, // 20: docrender.jobs.v1.MergeJob.encryption:type_name -> docrender.jobs.v1.Encryption
+	9,  // 21: docrender.jobs.v1.MergeJob.record:type_name -> docrender.jobs.v1.Record
+	25, // 22: docrender.jobs.v1.MergeJob.pages_stage:type_name -> docrender.jobs.v1.PagesTool
+	14, // 23: docrender.jobs.v1.Job.render:type_name -> docrender.jobs.v1.RenderJob
+	19, // 24: docrender.jobs.v1.Job.merge:type_name -> docrender.jobs.v1.MergeJob
+	34, // 25: docrender.jobs.v1.Job.zip:type_name -> docrender.jobs.v1.ZipJob
+	33, // 26: docrender.jobs.v1.Job.batch_document:type_name -> docrender.jobs.v1.BatchDocumentJob
+	22, // 27: docrender.jobs.v1.Job.inspect:type_name -> docrender.jobs.v1.InspectJob
+	21, // 28: docrender.jobs.v1.Job.slice:type_name -> docrender.jobs.v1.SliceJob
+	23, // 29: docrender.jobs.v1.Job.tool:type_name -> docrender.jobs.v1.ToolJob
+	15, // 30: docrender.jobs.v1.Job.screenshot:type_name -> docrender.jobs.v1.ScreenshotJob
+	14, // 31: docrender.jobs.v1.SliceJob.render:type_name -> docrender.jobs.v1.RenderJob
+	24, // 32: docrender.jobs.v1.ToolJob.split:type_name -> docrender.jobs.v1.SplitTool
+	25, // 33: docrender.jobs.v1.ToolJob.pages:type_name -> docrender.jobs.v1.PagesTool
+	26, // 34: docrender.jobs.v1.ToolJob.flatten:type_name -> docrender.jobs.v1.FlattenTool
+	27, // 35: docrender.jobs.v1.ToolJob.optimize:type_name -> docrender.jobs.v1.OptimizeTool
+	28, // 36: docrender.jobs.v1.ToolJob.metadata:type_name -> docrender.jobs.v1.MetadataTool
+	29, // 37: docrender.jobs.v1.ToolJob.text:type_name -> docrender.jobs.v1.TextTool
+	30, // 38: docrender.jobs.v1.ToolJob.images:type_name -> docrender.jobs.v1.ImagesTool
+	40, // 39: docrender.jobs.v1.PagesTool.rotate:type_name -> docrender.jobs.v1.PagesTool.RotateEntry
+	10, // 40: docrender.jobs.v1.MetadataTool.info:type_name -> docrender.jobs.v1.DocInfo
+	41, // 41: docrender.jobs.v1.InspectReport.page_sizes:type_name -> docrender.jobs.v1.InspectReport.PageSize
+	44, // 42: docrender.jobs.v1.InspectReport.metadata:type_name -> docrender.jobs.v1.InspectReport.MetadataEntry
+	42, // 43: docrender.jobs.v1.InspectReport.fonts:type_name -> docrender.jobs.v1.InspectReport.Font
+	43, // 44: docrender.jobs.v1.InspectReport.attachments:type_name -> docrender.jobs.v1.InspectReport.Attachment
+	45, // 45: docrender.jobs.v1.InspectReport.signatures:type_name -> docrender.jobs.v1.InspectReport.Signature
+	14, // 46: docrender.jobs.v1.BatchDocumentJob.render:type_name -> docrender.jobs.v1.RenderJob
+	36, // 47: docrender.jobs.v1.Report.failed_requests:type_name -> docrender.jobs.v1.FailedRequest
+	18, // 48: docrender.jobs.v1.Report.template_errors:type_name -> docrender.jobs.v1.TemplateError
+	1,  // 49: docrender.jobs.v1.Result.error_kind:type_name -> docrender.jobs.v1.ErrorKind
+	37, // 50: docrender.jobs.v1.Result.report:type_name -> docrender.jobs.v1.Report
+	32, // 51: docrender.jobs.v1.Result.inspect:type_name -> docrender.jobs.v1.InspectReport
+	31, // 52: docrender.jobs.v1.Result.tool:type_name -> docrender.jobs.v1.ToolOutput
+	53, // [53:53] is the sub-list for method output_type
+	53, // [53:53] is the sub-list for method input_type
+	53, // [53:53] is the sub-list for extension type_name
+	53, // [53:53] is the sub-list for extension extendee
+	0,  // [0:53] is the sub-list for field type_name
 }
 
 func init() { file_jobs_proto_init() }
@@ -4003,7 +4308,7 @@ func file_jobs_proto_init() {
 	if File_jobs_proto != nil {
 		return
 	}
-	file_jobs_proto_msgTypes[16].OneofWrappers = []any{
+	file_jobs_proto_msgTypes[18].OneofWrappers = []any{
 		(*Job_Render)(nil),
 		(*Job_Merge)(nil),
 		(*Job_Zip)(nil),
@@ -4011,8 +4316,9 @@ func file_jobs_proto_init() {
 		(*Job_Inspect)(nil),
 		(*Job_Slice)(nil),
 		(*Job_Tool)(nil),
+		(*Job_Screenshot)(nil),
 	}
-	file_jobs_proto_msgTypes[19].OneofWrappers = []any{
+	file_jobs_proto_msgTypes[21].OneofWrappers = []any{
 		(*ToolJob_Split)(nil),
 		(*ToolJob_Pages)(nil),
 		(*ToolJob_Flatten)(nil),
@@ -4027,7 +4333,7 @@ func file_jobs_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jobs_proto_rawDesc), len(file_jobs_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   42,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

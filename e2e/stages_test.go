@@ -1,0 +1,85 @@
+package e2e
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestStages (DESIGN §11, issue 25 item 4): the post-processing steps in
+// the caller's order, on generate, merge and batch. A watermark on page 1
+// lands on the page that is first when it runs: after a pages step that
+// swapped the pages, on the former page 2; before it, on the former page
+// 1. Metadata and PDF/A after them; the order rules refused with a 400
+// naming the step.
+func TestStages(t *testing.T) {
+	svc := sharedService(t)
+	c := newClient(t, svc)
+	html := pagesHTML("FIRSTPAGE", "SECONDPAGE")
+	wm := `{"op":"watermark","text":"STAMPED","pages":"1","fontSize":40,"rotation":0}`
+	for _, tc := range []struct {
+		name, stages string
+		stamped      string // the token on the page the watermark is on
+	}{
+		{"pages, then watermark", `[{"op":"pages","select":"2,1"},` + wm + `,{"op":"metadata","title":"Staged"},{"op":"pdfa","level":"2b"}]`, "SECONDPAGE"},
+		{"watermark, then pages", `[` + wm + `,{"op":"pages","select":"2,1"},{"op":"metadata","title":"Staged"},{"op":"pdfa","level":"2b"}]`, "FIRSTPAGE"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := c.generate([]file{htmlFile("index.html", html)}, `{"stages":`+tc.stages+`}`)
+			mustStatus(t, resp, http.StatusOK)
+			pdf := readAll(t, resp)
+			first, second := pageText(t, pdf, 1), pageText(t, pdf, 2)
+			if !strings.Contains(first, "SECONDPAGE") || !strings.Contains(second, "FIRSTPAGE") {
+				t.Fatalf("pages not swapped: %q / %q", first, second)
+			}
+			for _, p := range []string{first, second} {
+				if strings.Contains(p, tc.stamped) != strings.Contains(p, "STAMPED") {
+					t.Errorf("the watermark is not on the page of %s: %q / %q", tc.stamped, first, second)
+				}
+			}
+			info := pdfInfoFields(t, pdf, "")
+			if info["Title"] != "Staged" || info["Pages"] != "2" {
+				t.Errorf("pdfinfo %v", info)
+			}
+			if meta := run(t, "pdfinfo", "-meta", writeTemp(t, pdf, ".pdf")); !strings.Contains(meta, "pdfaid:part") {
+				t.Errorf("no PDF/A claim in the XMP:\n%s", meta)
+			}
+		})
+	}
+
+	// Merge: the pages step drops the first input's page, then metadata.
+	a, b := c.generatePDF(pagesHTML("ALPHA"), nil), c.generatePDF(pagesHTML("BETA"), nil)
+	resp := c.merge([]file{pdfFile("a.pdf", a), pdfFile("b.pdf", b)}, `{"stages":[{"op":"pages","delete":"1"},{"op":"metadata","title":"Merged"}]}`)
+	mustStatus(t, resp, http.StatusOK)
+	merged := readAll(t, resp)
+	if info := pdfInfoFields(t, merged, ""); info["Pages"] != "1" || info["Title"] != "Merged" || !strings.Contains(pageText(t, merged, 1), "BETA") {
+		t.Errorf("merge with stages: %v %q", info, pageText(t, merged, 1))
+	}
+	if got := resp.Header.Get("X-PDF-Pages"); got != "1" {
+		t.Errorf("X-PDF-Pages %q, want the count after the pages step", got)
+	}
+
+	// Batch: every document through the same steps.
+	resp = c.batch(map[string]any{"documents": []map[string]any{{"fileName": "one", "htmlContent": html}},
+		"options": map[string]any{"stages": []map[string]any{{"op": "pages", "select": "2"}}}})
+	mustStatus(t, resp, http.StatusOK)
+	doc := zipEntries(t, readAll(t, resp))["one.pdf"]
+	if got := pdfInfoFields(t, doc, "")["Pages"]; got != "1" || !strings.Contains(pageText(t, doc, 1), "SECONDPAGE") {
+		t.Errorf("batch document: %s pages, %q", got, pageText(t, doc, 1))
+	}
+
+	// The order rules (DESIGN §11): each a 400 naming the step.
+	for _, tc := range []struct{ options, field string }{
+		{`{"stages":[{"op":"sign","identity":"x"},{"op":"metadata","title":"T"}]}`, "stages[1].op"},
+		{`{"stages":[{"op":"pdfa","level":"2b"},{"op":"watermark","text":"A"}]}`, "stages[1].op"},
+		{`{"stages":[{"op":"zip"}]}`, "stages[0].op"},
+		{`{"watermark":{"text":"A"},"stages":[{"op":"pdfa","level":"2b"}]}`, "watermark"},
+		// Known only to the worker, named as the client wrote it.
+		{`{"stages":[{"op":"pages","select":"9"}]}`, "stages[0].select"},
+	} {
+		resp := c.generate([]file{htmlFile("index.html", html)}, tc.options)
+		if e := expectError(t, resp, http.StatusBadRequest, "BAD_REQUEST"); e.Field != tc.field {
+			t.Errorf("%s: field %q, want %q", tc.options, e.Field, tc.field)
+		}
+	}
+}
