@@ -191,6 +191,8 @@ func (w *Worker) Handle(ctx context.Context, job *jobspb.Job, d queue.Delivery) 
 		res, err = w.handleSlice(ctx, job, k.Slice)
 	case *jobspb.Job_Tool:
 		res, err = w.handleTool(ctx, job)
+	case *jobspb.Job_Screenshot:
+		res, err = w.handleScreenshot(ctx, job, k.Screenshot)
 	default:
 		return failure(jobspb.ErrorKind_ERROR_KIND_BAD_INPUT, "Unknown job kind."), nil
 	}
@@ -221,8 +223,8 @@ func jobKind(job *jobspb.Job) string {
 		return metrics.KindInspect
 	case *jobspb.Job_Slice:
 		return metrics.KindSlice
-	case *jobspb.Job_Tool:
-		// The tool's op ("split", "images"): each reads apart.
+	case *jobspb.Job_Tool, *jobspb.Job_Screenshot:
+		// The tool's op ("split", "images", "screenshot"): each reads apart.
 		return job.Op()
 	}
 	return metrics.KindRender

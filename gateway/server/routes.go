@@ -67,6 +67,9 @@ func (s *Server) routeTable() []route {
 		{post, "/pdf/qrcode", apiKey, s.qrcode, false},
 		// Documents of record (DESIGN §8): inspect.go.
 		{post, "/pdf/inspect", apiKey, s.inspect, true},
+		// Screenshots and Markdown (DESIGN §11): screenshot.go.
+		{post, "/pdf/screenshot", apiKey, s.screenshot, true},
+		{post, "/pdf/markdown", apiKey, s.markdown, true},
 		// PDF tools (DESIGN §11): tools.go, appended below.
 
 		// Stored files (spec 4.7-4.14): hosted.go.

@@ -33,7 +33,6 @@ const (
 // the output is stored and answered in the 2.2 shape, as merge does.
 func (s *Server) tool(op string) echo.HandlerFunc {
 	return s.withOnePDF(func(c echo.Context, u *account.User, job *jobspb.Job, up *mergeUpload) error {
-		ctx := c.Request().Context()
 		opts, err := pdfopts.ParseToolOptions(op, up.options)
 		if err != nil {
 			return err
@@ -41,36 +40,47 @@ func (s *Server) tool(op string) echo.HandlerFunc {
 		tj := opts.Job
 		tj.InputKey, tj.InputName, tj.FileName = up.keys[0], up.names[0], outputBase(opts.FileName, up.names[0])
 		job.Kind = &jobspb.Job_Tool{Tool: tj}
-		var pending *PendingFile
-		if opts.Host {
-			// Named once the output is known (images: one image or a ZIP).
-			spec := StoreSpec{Name: tj.FileName, UserType: opts.UserType, Hosted: true}
-			if pending, err = s.reserveFile(ctx, u, spec); err != nil {
-				return err
-			}
-			job.OutputKey = pending.BlobKey()
-		}
-		res, err := s.runCharged(ctx, u, job)
-		if err != nil {
-			if pending != nil {
-				pending.Abandon(ctx)
-			}
-			return err
-		}
-		// A result without a type is a PDF (the tools' usual output).
-		ctype := cmp.Or(res.GetTool().GetContentType(), "application/pdf")
-		name := tj.FileName + "." + extensionOf(ctype)
-		setToolHeaders(c, res)
-		if pending == nil {
-			return s.sendBlob(c, res.OutputKey, name, ctype, "attachment")
-		}
-		pending.Named(name, ctype)
-		f, err := pending.Commit(ctx, res.Size)
-		if err != nil {
-			return err
-		}
-		return s.answerStored(c, &storedGenerate{host: true}, f, nil)
+		return s.runToFile(c, u, job, tj.FileName, opts.Host, opts.UserType)
 	})
+}
+
+// runToFile runs job as one conversion of u's and answers with the file it
+// made (a tool's output, a screenshot), named base with the extension of
+// its type: its bytes, or with host the 2.2 shape of it stored. A refused
+// job gives everything back.
+func (s *Server) runToFile(c echo.Context, u *account.User, job *jobspb.Job, base string, host bool, userType string) error {
+	ctx := c.Request().Context()
+	var pending *PendingFile
+	if host {
+		// Named once the output is known (images: one image or a ZIP).
+		spec := StoreSpec{Name: base, UserType: userType, Hosted: true}
+		var err error
+		if pending, err = s.reserveFile(ctx, u, spec); err != nil {
+			return err
+		}
+		job.OutputKey = pending.BlobKey()
+	}
+	res, err := s.runCharged(ctx, u, job)
+	if err != nil {
+		if pending != nil {
+			pending.Abandon(ctx)
+		}
+		return err
+	}
+	// A result without a type is a PDF (the tools' usual output).
+	ctype := cmp.Or(res.GetTool().GetContentType(), "application/pdf")
+	name := base + "." + extensionOf(ctype)
+	setToolHeaders(c, res)
+	setReportHeader(c, res.Report)
+	if pending == nil {
+		return s.sendBlob(c, res.OutputKey, name, ctype, "attachment")
+	}
+	pending.Named(name, ctype)
+	f, err := pending.Commit(ctx, res.Size)
+	if err != nil {
+		return err
+	}
+	return s.answerStored(c, &storedGenerate{host: true}, f, res.Report)
 }
 
 // setToolHeaders says what the output holds: pages of a PDF, files of a

@@ -300,13 +300,9 @@ func (r *imagesRaw) validate(job *jobspb.ToolJob) error {
 	t := &jobspb.ImagesTool{Format: "png", Dpi: defaultImageDPI}
 	job.Tool = &jobspb.ToolJob_Images{Images: t}
 	if r.Format != nil {
-		switch f := strings.ToLower(strings.TrimSpace(*r.Format)); f {
-		case "png", "jpeg", "webp":
-			t.Format = f
-		case "jpg":
-			t.Format = "jpeg"
-		default:
-			return invalid.Field("format", "must be png, jpeg or webp")
+		var err error
+		if t.Format, err = ImageFormat("format", *r.Format); err != nil {
+			return err
 		}
 	}
 	if r.DPI != nil {
@@ -318,6 +314,18 @@ func (r *imagesRaw) validate(job *jobspb.ToolJob) error {
 	var err error
 	t.Pages, err = pagesOrAll("pages", r.Pages)
 	return err
+}
+
+// ImageFormat is an image format option (/pdf/images, /pdf/screenshot):
+// png, jpeg (or jpg) or webp, in any case.
+func ImageFormat(field, s string) (string, error) {
+	switch f := strings.ToLower(strings.TrimSpace(s)); f {
+	case "png", "jpeg", "webp":
+		return f, nil
+	case "jpg":
+		return "jpeg", nil
+	}
+	return "", invalid.Field(field, "must be png, jpeg or webp")
 }
 
 // ExpandPages lists the pages of a selection checked by PageRangesOf (or

@@ -19,7 +19,8 @@ const (
 // them by default.
 func WorkerKinds() []string { return []string{KindChromium, KindPDF, KindOffice} }
 
-// WorkerKind is the kind of worker that takes j.
+// WorkerKind is the kind of worker that takes j: renders, screenshots and
+// Markdown (a render) on chromium.
 func (j *Job) WorkerKind() string {
 	switch j.GetKind().(type) {
 	case *Job_Merge, *Job_Zip, *Job_Inspect, *Job_Tool:
@@ -44,6 +45,14 @@ func (j *Job) Op() string {
 		return "slice"
 	case *Job_Tool:
 		return j.GetTool().Op()
+	case *Job_Screenshot:
+		return "screenshot"
+	case *Job_Render:
+		// Markdown is a render whose entry the worker converts first: an op
+		// of its own, so its depth and traces read apart from HTML's.
+		if j.GetRender().GetMarkdown() {
+			return "markdown"
+		}
 	}
 	return "render"
 }

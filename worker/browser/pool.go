@@ -108,6 +108,9 @@ type slot struct {
 	// emulated means the job changed the tab's emulation or requests
 	// (Tab.EmulateMedia, Tab.Override).
 	emulated bool
+	// shown means the job draws the view at full size, at a viewport of
+	// its own and maybe without a background (Tab.Show).
+	shown bool
 	// warm is the written document a job kept for another of the same key
 	// to fill (Tab.KeepWarm); nil when none.
 	warm *Warm
@@ -578,8 +581,9 @@ func (p *Pool) checkHome(s *slot) error {
 }
 
 // resetEmulation gives the next job the print media type, no extra
-// headers and the tab's user agent and language (tabDevice), whatever a
-// job changed: every job starts from the same tab.
+// headers, the tab's user agent and language (tabDevice) and its small
+// view (drawSmall), whatever a job changed: every job starts from the same
+// tab.
 func (p *Pool) resetEmulation(s *slot) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -593,6 +597,16 @@ func (p *Pool) resetEmulation(s *slot) error {
 	}
 	if err := tabDevice().UserAgentEmulation().Call(page); err != nil {
 		return fmt.Errorf("reset user agent: %w", err)
+	}
+	if s.shown {
+		// No color ends the override: the page's default white again.
+		if err := (proto.EmulationSetDefaultBackgroundColorOverride{}).Call(page); err != nil {
+			return fmt.Errorf("reset background: %w", err)
+		}
+		if err := drawSmall(page); err != nil {
+			return fmt.Errorf("reset view: %w", err)
+		}
+		s.shown = false
 	}
 	s.emulated = false
 	return nil

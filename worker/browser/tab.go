@@ -63,6 +63,30 @@ func (t *Tab) EmulateMedia(media string) error {
 	return proto.EmulationSetEmulatedMedia{Media: media}.Call(t.Page())
 }
 
+// Show makes the tab's view width × height CSS pixels drawn at full size,
+// one device pixel each, for a job that captures it (a screenshot), and,
+// when transparent, the page's default background transparent (a page that
+// paints none shows none). Call it before loading: the page lays out at
+// the view's width. The pool draws the view small again before the tab's
+// next job (drawScale: a PDF never shows it).
+func (t *Tab) Show(width, height int, transparent bool) error {
+	page := t.Page()
+	t.s.emulated, t.s.shown = true, true
+	m := tabDevice().MetricsEmulation()
+	one := 1.0
+	m.Width, m.Height, m.DeviceScaleFactor, m.Scale = width, height, 1, &one
+	if err := m.Call(page); err != nil {
+		return fmt.Errorf("view: %w", err)
+	}
+	if transparent {
+		bg := proto.EmulationSetDefaultBackgroundColorOverride{Color: &proto.DOMRGBA{A: gson.Num(0)}}
+		if err := bg.Call(page); err != nil {
+			return fmt.Errorf("background: %w", err)
+		}
+	}
+	return nil
+}
+
 // Overrides are what a job fetching a page by URL sets on its requests
 // (DESIGN §6: extraHttpHeaders, cookies, userAgent).
 type Overrides struct {

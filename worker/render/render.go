@@ -144,199 +144,137 @@ func (r *Renderer) RenderWith(ctx context.Context, b egress.Bundle, rj *jobspb.R
 	}
 
 	// The hooks' selectors, then the page references' (pagerefs.go).
-	selectors := make([]string, len(r.Hooks), len(r.Hooks)+1)
-	for i, h := range r.Hooks {
-		selectors[i] = h.Selector
-	}
-	selectors = append(selectors, refsSelector)
+	selectors := r.selectors(refsSelector)
 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var out []byte
-	start := time.Now()
-	var tabAt, loadedAt, waitedAt, hooksAt, printedAt time.Duration
+	prog := &progress{start: time.Now()}
 	var report *collector
 	hooked := &jobspb.Report{}
 	passes := 1
 	sliced := 0 // the slices the page was printed in (split.go)
-	filled := false
 	err = r.Pool.TabFor(ctx, key, func(t *browser.Tab) error {
-		tabAt = time.Since(start)
-		lane, ok := t.Lane().(fileServer)
-		if !ok {
-			return fmt.Errorf("render: tab lane %T serves no files", t.Lane())
-		}
+		prog.mark(stepTab)
 		var kept *warmPage
 		if w := t.Warm(); warmable && w != nil && w.Key == key {
 			if wp, ok := w.Data.(*warmPage); ok && wp.head == head {
 				kept = wp
 			}
 		}
-		var site egress.Site
-		var unserve func()
-		if kept != nil {
-			site, unserve = lane.ServeAgain(kept.site, b)
-		} else {
-			site, unserve = lane.Serve(b, static)
-		}
-		defer unserve()
-		p := t.Page()
-		c := startCollector(ctx, p, site)
-		defer c.close()
+		var media string
 		if pr.GetMediaScreen() {
-			// Before loading: what loads may depend on the media type.
-			if err := t.EmulateMedia("screen"); err != nil {
-				return fmt.Errorf("%w: media: %v", ErrPage, err)
-			}
+			media = "screen"
 		}
-		var matched []bool
-		if fetch != nil {
-			if err := openURL(ctx, t, site, fetch); err != nil {
-				return err
-			}
-			if err := browser.Evaluate(p, loadedJS, &matched, selectors); err != nil {
-				return fmt.Errorf("%w: load: %v", ErrPage, err)
-			}
-		} else if kept != nil {
-			filled = true
-			if err := t.Fill(fillJS, &matched, html, selectors); err != nil {
-				return fmt.Errorf("%w: fill: %v", ErrPage, err)
-			}
-		} else if static {
-			if err := t.Open(site.HomeURL(entry), html, loadedJS, &matched, selectors); err != nil {
-				return fmt.Errorf("%w: open: %v", ErrPage, err)
-			}
-		} else {
-			if err := t.Navigate(site.URL(entry)); err != nil {
-				return fmt.Errorf("%w: navigate: %v", ErrPage, err)
-			}
-			if err := browser.Evaluate(p, loadedJS, &matched, selectors); err != nil {
-				return fmt.Errorf("%w: load: %v", ErrPage, err)
-			}
-		}
-		loadedAt = time.Since(start)
-		if err := waitFor(ctx, p, pr); err != nil {
-			return err
-		}
-		waitedAt = time.Since(start)
-		for i, h := range r.Hooks {
-			if i < len(matched) && matched[i] {
-				if err := h.Run(ctx, p, hooked); err != nil {
+		spec := loadSpec{bundle: b, entry: entry, html: html, static: static, fetch: fetch, print: pr, media: media,
+			kept: kept, selectors: selectors, hooked: hooked}
+		return r.load(ctx, t, spec, prog, func(site egress.Site, c *collector, matched []bool) error {
+			p := t.Page()
+			refs := false
+			if i := len(r.Hooks); i < len(matched) && matched[i] {
+				found, err := prepareRefs(p, pr.GetToc())
+				if err != nil {
 					return err
 				}
+				refs = found
 			}
-		}
-		refs := false
-		if i := len(r.Hooks); i < len(matched) && matched[i] {
-			found, err := prepareRefs(p, pr.GetToc())
+			prog.mark(stepHooks)
+			req := printRequest(page, pr, margins)
+			req.maxBytes = r.MaxOutputBytes
+			if err := checkPages(ctx, p, req, int(rj.GetMaxPages())); err != nil {
+				return err
+			}
+			// A long page without scripts or page references prints in slices
+			// (split.go, DESIGN §10).
+			slices := 0
+			if r.SplitPages > 0 && (static || fetch == nil && noScripts()) && kept == nil && !refs && req.PageRanges == "" && pr.GetSplit() != jobspb.Split_SPLIT_OFF {
+				estimate, err := estimatePages(p, req)
+				if err != nil {
+					return err
+				}
+				if pr.GetSplit() == jobspb.Split_SPLIT_ON || estimate > float64(r.SplitPages) {
+					slices = sliceCount(estimate, r.SplitSlots, r.SlicePages)
+				}
+			}
+			release, err := preloadFonts(p, margins.fonts)
 			if err != nil {
 				return err
 			}
-			refs = found
-		}
-		hooksAt = time.Since(start)
-		req := printRequest(page, pr, margins)
-		req.maxBytes = r.MaxOutputBytes
-		if err := checkPages(ctx, p, req, int(rj.GetMaxPages())); err != nil {
-			return err
-		}
-		// A long page without scripts or page references prints in slices
-		// (split.go, DESIGN §10).
-		slices := 0
-		if r.SplitPages > 0 && (static || fetch == nil && noScripts()) && kept == nil && !refs && req.PageRanges == "" && pr.GetSplit() != jobspb.Split_SPLIT_OFF {
-			estimate, err := estimatePages(p, req)
+			// The report's end mark goes out as soon as the page is printed,
+			// while the PDF is read: everything the page did is before it.
+			finished, scripted, marking := make(chan struct{}), t.Scripted(), false
+			finish := sync.OnceFunc(func() {
+				marking = true
+				go func() {
+					defer close(finished)
+					c.finish(ctx, scripted)
+				}()
+			})
+			split := false
+			if slices > 0 {
+				var n int
+				out, n, err = r.printSplit(ctx, t, site, slices, splitJob{bundle: b, entry: entry, rj: rj, req: req, fonts: margins.fonts,
+					outline: pr.GetOutline(), maxPages: int(rj.GetMaxPages()), farm: opts.Farm})
+				if errors.Is(err, errUnsplittable) {
+					r.log().DebugContext(ctx, "split: the page cannot be cut; printed in one piece", "slices_asked", slices)
+					err = nil
+				} else {
+					// Printed in slices, or failed doing so: either way the tab
+					// holds a slice now, not the job's document.
+					split, sliced, warmable = true, n, false
+				}
+			}
+			switch {
+			case split:
+			case refs:
+				out, passes, err = printWithRefs(ctx, p, req, finish)
+			default:
+				out, err = printPDF(ctx, p, req, finish)
+			}
+			release()
+			if err == nil {
+				err = checkPrinted(ctx, out, int(rj.GetMaxPages()))
+			}
+			if err == nil {
+				prog.mark(stepPrint)
+				finish() // a no-op when printPDF called it
+			}
+			if marking {
+				<-finished // not past the job's use of its tab
+			}
 			if err != nil {
 				return err
 			}
-			if pr.GetSplit() == jobspb.Split_SPLIT_ON || estimate > float64(r.SplitPages) {
-				slices = sliceCount(estimate, r.SplitSlots, r.SlicePages)
+			report = c
+			// Kept warm only after a clean load: a filled document does not load
+			// the kept head's stylesheets, fonts and images again, so a head
+			// whose requests failed or were blocked would go unreported (and
+			// pass failOnResourceErrors) in every document filled after it.
+			if f := c.findings(); warmable && f.nFailed == 0 && f.nBlocked == 0 {
+				t.KeepWarm(&browser.Warm{Key: key, Data: &warmPage{site: site, head: head}})
 			}
-		}
-		release, err := preloadFonts(p, margins.fonts)
-		if err != nil {
-			return err
-		}
-		// The report's end mark goes out as soon as the page is printed,
-		// while the PDF is read: everything the page did is before it.
-		finished, scripted, marking := make(chan struct{}), t.Scripted(), false
-		finish := sync.OnceFunc(func() {
-			marking = true
-			go func() {
-				defer close(finished)
-				c.finish(ctx, scripted)
-			}()
+			r.log().DebugContext(ctx, "rendered", prog.timings("scripts", !static, "filled", prog.filled)...)
+			return nil
 		})
-		split := false
-		if slices > 0 {
-			var n int
-			out, n, err = r.printSplit(ctx, t, site, slices, splitJob{bundle: b, entry: entry, rj: rj, req: req, fonts: margins.fonts,
-				outline: pr.GetOutline(), maxPages: int(rj.GetMaxPages()), farm: opts.Farm})
-			if errors.Is(err, errUnsplittable) {
-				r.log().DebugContext(ctx, "split: the page cannot be cut; printed in one piece", "slices_asked", slices)
-				err = nil
-			} else {
-				// Printed in slices, or failed doing so: either way the tab
-				// holds a slice now, not the job's document.
-				split, sliced, warmable = true, n, false
-			}
-		}
-		switch {
-		case split:
-		case refs:
-			out, passes, err = printWithRefs(ctx, p, req, finish)
-		default:
-			out, err = printPDF(ctx, p, req, finish)
-		}
-		release()
-		if err == nil {
-			err = checkPrinted(ctx, out, int(rj.GetMaxPages()))
-		}
-		if err == nil {
-			printedAt = time.Since(start)
-			finish() // a no-op when printPDF called it
-		}
-		if marking {
-			<-finished // not past the job's use of its tab
-		}
-		if err != nil {
-			return err
-		}
-		report = c
-		// Kept warm only after a clean load: a filled document does not load
-		// the kept head's stylesheets, fonts and images again, so a head
-		// whose requests failed or were blocked would go unreported (and
-		// pass failOnResourceErrors) in every document filled after it.
-		if f := c.findings(); warmable && f.nFailed == 0 && f.nBlocked == 0 {
-			t.KeepWarm(&browser.Warm{Key: key, Data: &warmPage{site: site, head: head}})
-		}
-		r.log().DebugContext(ctx, "rendered", "scripts", !static, "filled", filled, "tab_ms", ms(tabAt), "load_ms", ms(loadedAt-tabAt),
-			"wait_ms", ms(waitedAt-loadedAt), "hooks_ms", ms(hooksAt-waitedAt), "print_ms", ms(time.Since(start)-hooksAt))
-		return nil
 	})
-	kind := loadKind(fetch != nil, static)
-	if filled {
-		kind = "filled"
-	}
-	traceSteps(ctx, start, err, kind, [...]time.Duration{tabAt, loadedAt, waitedAt, hooksAt, printedAt})
-	if err != nil {
-		if errors.Is(err, browser.ErrBrowserGone) {
-			return Output{}, err
-		}
-		if ctx.Err() != nil {
-			var wait *WaitError
-			if errors.As(err, &wait) {
-				return Output{}, fmt.Errorf("%w after %s: %w", ErrTimeout, timeout, wait)
-			}
-			return Output{}, fmt.Errorf("%w after %s", ErrTimeout, timeout)
-		}
+	if err := prog.end(ctx, err, fetch != nil, static, timeout); err != nil {
 		return Output{}, err
 	}
-	o, err := report.output(out, time.Since(start), rj.GetPrint(), hooked)
+	o, err := report.output(out, time.Since(prog.start), rj.GetPrint(), hooked)
 	if o.Report != nil {
 		o.Report.Passes = int32(passes)
 		o.Report.Slices = int32(sliced)
 	}
 	return o, err
+}
+
+// selectors are the hooks' selectors, in order, then more.
+func (r *Renderer) selectors(more ...string) []string {
+	out := make([]string, len(r.Hooks), len(r.Hooks)+len(more))
+	for i, h := range r.Hooks {
+		out[i] = h.Selector
+	}
+	return append(out, more...)
 }
 
 // fileServer is a tab's lane that serves the job's files (*egress.Lane).
