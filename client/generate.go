@@ -378,17 +378,24 @@ type GenerateRequest struct {
 func (r GenerateRequest) idempotencyKey() string { return r.IdempotencyKey }
 
 func (r GenerateRequest) body(host bool) (func() (io.ReadCloser, string, error), error) {
-	if (len(r.Files) == 0) == (r.URL == "") {
-		return nil, errors.New("docrender: generate needs either files or a URL")
+	return pageBody("generate", r.Files, r.URL, r.Options, r.Options == nil, host, recordParts(r.Attachments, r.EInvoiceXML))
+}
+
+// pageBody is the form of a request for a page (generate, screenshot):
+// files or the URL of a page, not both; the options (none: the caller set
+// none) with host; more parts after the files.
+func pageBody(route string, files []Upload, url string, options any, none, host bool, more []formFile) (func() (io.ReadCloser, string, error), error) {
+	if (len(files) == 0) == (url == "") {
+		return nil, errors.New("docrender: " + route + " needs either files or a URL")
 	}
-	fields, err := optionsPart(r.Options, r.Options == nil, host)
+	fields, err := optionsPart(options, none, host)
 	if err != nil {
 		return nil, err
 	}
-	if r.URL != "" {
-		fields = append(fields, [2]string{"url", r.URL})
+	if url != "" {
+		fields = append(fields, [2]string{"url", url})
 	}
-	return multipartParts(fields, append(asParts(partFiles, "", r.Files), recordParts(r.Attachments, r.EInvoiceXML)...)), nil
+	return multipartParts(fields, append(asParts(partFiles, "", files), more...)), nil
 }
 
 // Generate renders a PDF (POST /pdf/generate) and returns it.

@@ -370,3 +370,40 @@ func TestMarkdown(t *testing.T) {
 		t.Errorf("conversions used %d, want %d: one a PDF, none refused", n, used+4)
 	}
 }
+
+// TestScreenshotMarkdownCLI: `docrender screenshot` and `docrender
+// markdown` against the service: the image and the PDF written where the
+// command says, read back; a bad flag value refused by the service names it.
+func TestScreenshotMarkdownCLI(t *testing.T) {
+	svc := sharedService(t)
+	user := newClient(t, svc)
+	c := &cli{t: t, bin: buildCLI(t), dir: t.TempDir(), env: map[string]string{"DOCRENDER_URL": svc.URL, "DOCRENDER_API_KEY": user.Key}}
+	c.write("page.html", shotPage)
+	c.ok("screenshot", "page.html", "--format", "jpeg", "--width", "320", "--height", "240", "--option", "waitDelay=10ms")
+	img, err := jpeg.Decode(bytes.NewReader(c.read("page.jpg")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := img.Bounds(); b.Dx() != 320 || b.Dy() != 240 {
+		t.Errorf("page.jpg is %v", b)
+	}
+	c.ok("screenshot", "page.html", "--clip", "100,200,50,40", "-o", "box.png")
+	box, err := png.Decode(bytes.NewReader(c.read("box.png")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shot{img: box}.colour(t, 25, 20, shotGreen, 0)
+	c.wantExit(2, []string{"clip"}, "screenshot", "page.html", "--clip", "0,5000,10,10")
+
+	c.write("notes/index.md", releaseNotes)
+	c.write("notes/img/logo.png", string(noisyPNG(t, 32)))
+	c.write("frame.html", `<html><body><p>CLIFRAME</p>{{content}}</body></html>`)
+	c.ok("markdown", "notes", "--template", "frame.html", "--option", "format=A5")
+	pdf := c.read("notes.pdf")
+	if got := text(t, pdf); !strings.Contains(got, "CLIFRAME") || !strings.Contains(got, "CELLSHIPPED") {
+		t.Errorf("notes.pdf says %q", got)
+	}
+	if titles := outlineTitles(t, pdf); !slices.Contains(titles, "Features") {
+		t.Errorf("notes.pdf outline %q", titles)
+	}
+}

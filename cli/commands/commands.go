@@ -65,6 +65,8 @@ func commandList() []command {
 		{"render", "FILE|DIR|URL | --template NAME[@VERSION] [--data FILE.json|-] [-o out.pdf] [--option k=v ...] [--pdfa LEVEL] [--pdfua] [--attach FILE ...] [--einvoice PROFILE --einvoice-xml FILE] [--sign IDENTITY] [--host] [--idempotency-key K]", "render an HTML file, a folder (index.html and its assets), a web page, or a stored template filled with data to PDF", runRender},
 		{"merge", "a.pdf b.pdf ... [-o out.pdf] [--option k=v ...] [--pdfa LEVEL] [--attach FILE ...] [--sign IDENTITY] [--host] [--idempotency-key K]", "merge PDFs in the order given", runMerge},
 		{"batch", "DIR | --template NAME[@VERSION] ROWS.jsonl|- [-o out.zip] [--option k=v ...] [--pdfa LEVEL] [--attach FILE ...] [--einvoice PROFILE] [--sign IDENTITY] [--host] [--progress auto|bar|plain|none] [--idempotency-key K]", "render every .html file of DIR, or a stored template per row of data, into one ZIP, showing progress", runBatch},
+		{"screenshot", "FILE|DIR|URL [--format png|jpeg|webp] [--quality 1-100] [--full-page | --clip X,Y,W,H] [--width N] [--height N] [--omit-background] [-o FILE] [--option k=v ...] [--host]", "capture an HTML file, a folder or a web page as an image", runScreenshot},
+		{"markdown", "FILE.md|DIR [--template template.html] [--no-outline] [-o out.pdf] [--option k=v ...] [--host]", "print a Markdown document (GitHub's dialect) as a PDF, its headings the outline", runMarkdown},
 		{"inspect", "FILE", "say what a PDF is and claims (pages, sizes, tags, PDF/A and PDF/UA claims, fonts, attachments, signatures) as JSON", runInspect},
 		{"split", "FILE --ranges 1-3,4-9 | --every N [-o out.zip] [--name NAME] [--host]", "cut a PDF into several, a ZIP of PDFs", runSplit},
 		{"pages", "FILE [--select 3,1-2] [--rotate 2-3=90 ...] [--delete 4] [-o out.pdf] [--name NAME] [--host]", "select, reorder, rotate or delete a PDF's pages", runPages},
@@ -148,7 +150,7 @@ func (a *app) help(w io.Writer, topic string) int {
 	}
 	fmt.Fprintf(w, "docrender: render HTML to PDF with a docrender service.\n\nusage: docrender [--url URL] [--key KEY] [--session TOKEN] COMMAND [ARGS]\n\ncommands:\n")
 	for _, c := range commandList() {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(w, generalHelp)
 	return ExitOK
@@ -160,8 +162,8 @@ shows a command's flags.
 
 environment:
   DOCRENDER_URL       the service (default http://localhost:8080); --url wins
-  DOCRENDER_API_KEY   the API key for render, merge, batch, qr, template and
-                      the PDF tools (split, pages, ... images);
+  DOCRENDER_API_KEY   the API key for render, merge, batch, qr, template,
+                      screenshot, markdown and the PDF tools (split, ... images);
                       --key wins
   DOCRENDER_SESSION   a session token for files and usage (the service lets
                       only a signed-in user list and delete hosted files and
@@ -223,6 +225,35 @@ data and rendered; nothing but the data is sent:
   --idempotency-key K
                   as for render
 ` + fmt.Sprintf(recordHelp, "; the merged PDF is a PDF/A (--pdfa) whatever\n                  the inputs, or fails naming the rule an input breaks"),
+	"screenshot": `FILE, DIR and URL are sent as render sends them; the waits of render's
+options apply (--option waitForSelector=#ready, --option waitDelay=1s).
+
+  -o FILE           where to write the image (default: the input's name, or
+                    screenshot for a URL, with the format's extension; not
+                    overwritten if it exists; - for standard output)
+  --format F        png (default), jpeg or webp
+  --quality N       1 to 100, for jpeg and webp
+  --width N, --height N
+                    the view in CSS pixels (default 1280 x 800)
+  --full-page       the whole page, past the view's height
+  --clip X,Y,W,H    a rectangle of the page instead of the view
+  --omit-background a page without a background of its own is transparent
+                    (png, webp)
+  --option k=v      any option of the route (userAgent=..., cookies=[...])
+  --host            store the image behind an expiring link and print the link
+`,
+	"markdown": `FILE.md is sent alone; a DIR is sent whole (index.md, else its first .md
+file, with the images it links by relative path).
+
+  -o FILE           where to write the PDF (default: the input's name with
+                    .pdf, not overwritten if it exists; - for standard output)
+  --template FILE   an HTML page with {{content}} where the document goes,
+                    its own style and text around it
+  --no-outline      no bookmarks (by default the headings are the outline)
+  --option k=v      any print option of render (format=Letter, margin.top=2cm,
+                    footerTemplate=...)
+  --host            store the PDF behind an expiring link and print the link
+`,
 	"split":    fmt.Sprintf(toolHelp, "FILE-split.zip") + "  --ranges R      one PDF per comma-separated range, in the order given\n  --every N       one PDF per N pages, the last with what is left\n",
 	"pages":    fmt.Sprintf(toolHelp, "FILE-pages.pdf") + "  --select S      pages in the order wanted (repeats allowed)\n  --rotate P=DEG  turn pages P clockwise by DEG (a multiple of 90), repeatable\n  --delete D      pages to leave out\nEvery page number names a page of the uploaded PDF.\n",
 	"flatten":  fmt.Sprintf(toolHelp, "FILE-flat.pdf"),

@@ -70,19 +70,8 @@ func runRender(ctx context.Context, a *app, args []string) error {
 		req.URL = src
 		defaultOut, replace = "document.pdf", false
 	} else {
-		st, err := os.Stat(src)
-		if err != nil {
-			return inputErrorf("%v", err)
-		}
-		if st.IsDir() {
-			if req.Files, err = client.UploadDir(src); err != nil {
-				return inputErrorf("%v", err)
-			}
-			if len(req.Files) == 0 {
-				return inputErrorf("%s holds no files", src)
-			}
-		} else {
-			req.Files = []client.Upload{client.UploadFile(src, "")}
+		if req.Files, err = uploads(src); err != nil {
+			return err
 		}
 		defaultOut = pdfName(src)
 	}
@@ -96,6 +85,27 @@ func runRender(ctx context.Context, a *app, args []string) error {
 	return a.deliver(*host, *out, defaultOut,
 		func() (*client.Hosted, error) { return c.GenerateHosted(ctx, req) },
 		func() (*client.Download, error) { return c.Generate(ctx, req) })
+}
+
+// uploads are what src, a file or a folder, sends: the file alone, or
+// every file of the folder with its path relative to it (so that a page
+// finds its assets by the links it has).
+func uploads(src string) ([]client.Upload, error) {
+	st, err := os.Stat(src)
+	if err != nil {
+		return nil, inputErrorf("%v", err)
+	}
+	if !st.IsDir() {
+		return []client.Upload{client.UploadFile(src, "")}, nil
+	}
+	files, err := client.UploadDir(src)
+	if err != nil {
+		return nil, inputErrorf("%v", err)
+	}
+	if len(files) == 0 {
+		return nil, inputErrorf("%s holds no files", src)
+	}
+	return files, nil
 }
 
 // deliver hosts a PDF and prints its link (host), or downloads it to out
