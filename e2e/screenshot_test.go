@@ -12,9 +12,12 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/image/webp"
 
@@ -405,5 +408,57 @@ func TestScreenshotMarkdownCLI(t *testing.T) {
 	}
 	if titles := outlineTitles(t, pdf); !slices.Contains(titles, "Features") {
 		t.Errorf("notes.pdf outline %q", titles)
+	}
+}
+
+// TestDashboardTryScreenshotAndText: the dashboard's "try it" for the
+// routes of DESIGN §11, in headless Chromium under the page's CSP: a
+// screenshot shown in the page at the size asked, a PDF's text shown as
+// text, a Markdown file printed from the render form; no script error.
+func TestDashboardTryScreenshotAndText(t *testing.T) {
+	svc := sharedService(t)
+	d := openDashboard(t, svc)
+	p := d.p
+	userSeq.Lock()
+	userSeq.n++
+	email := fmt.Sprintf("shots%d@example.com", userSeq.n)
+	userSeq.Unlock()
+	p.MustElement("#auth-email").MustInput(email)
+	p.MustElement("#auth-password").MustInput("a long password")
+	p.MustElement("#signup").MustClick()
+	p.MustElement("#app").MustWaitVisible()
+	d.waitText("#who-email", email)
+
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	p.MustElement("#shot-files").MustSetFiles(write("index.html", []byte(shotPage)))
+	p.MustElement("#shot-width").MustInput("320")
+	p.MustElement("#shot-height").MustInput("200")
+	p.MustElement("#shot-submit").MustClick()
+	d.waitText("#shot-summary", "Captured.")
+	d.waitJS(10*time.Second, `() => { const i = document.getElementById('shot-image'); return i.complete && i.naturalWidth === 320 && i.naturalHeight === 200 }`)
+
+	pdf := newClient(t, svc).generatePDF(threePages, nil)
+	p.MustElement("#text-file").MustSetFiles(write("three.pdf", pdf))
+	p.MustElement("#text-submit").MustClick()
+	d.waitJS(30*time.Second, `() => document.getElementById('text-summary').textContent.endsWith('characters of text.')`)
+	if got := p.MustElement("#text-output").MustText(); !strings.Contains(got, "PAGETWO") {
+		t.Errorf("the text shown is %q", got)
+	}
+
+	p.MustElement("#render-files").MustSetFiles(write("index.md", []byte(releaseNotes)))
+	p.MustElement("#render-submit").MustClick()
+	d.waitJS(30*time.Second, `() => document.getElementById('render-summary').textContent.startsWith('Rendered.')`)
+	if got := p.MustElement("#render-link").MustText(); !strings.Contains(got, "document.pdf") {
+		t.Errorf("the render link says %q", got)
+	}
+	if problems := d.takeProblems(); len(problems) > 0 {
+		t.Errorf("the page reported %q", problems)
 	}
 }

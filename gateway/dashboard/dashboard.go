@@ -30,8 +30,9 @@ var static embed.FS
 // (clickjacking), no plugins, no <base> rewriting, forms post nowhere
 // else. It may frame blob: URLs only: the template preview shows the PDF
 // it fetched (a blob: URL is made by the page's own script, of bytes it
-// holds; no other origin can be framed).
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
+// holds; no other origin can be framed). It may show blob: images for
+// the same reason: the screenshot it fetched.
+const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob:; " +
 	"connect-src 'self'; frame-src blob:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
 // contentTypes are the embedded files' types, fixed here rather than read

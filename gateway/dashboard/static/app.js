@@ -117,7 +117,7 @@
   // touches the page only if it is still current when its answer comes, so
   // an answer for the last account never lands after a sign-out or sign-in.
   // abort cancels the requests of the session in flight.
-  const state = { user: null, gen: 0, abort: new AbortController(), hostedPage: 1, stream: null, renderURL: null, tpl: null, tplURL: null };
+  const state = { user: null, gen: 0, abort: new AbortController(), hostedPage: 1, stream: null, renderURL: null, shotURL: null, tpl: null, tplURL: null };
   const hostedPerPage = 10;
 
   // newSession drops whatever the last session still has in flight.
@@ -154,6 +154,8 @@
     state.user = null;
     clearNewKey();
     clearRender();
+    clearShot();
+    clearText();
     clearInspect();
     closeTemplate();
     // Nothing of this account stays on screen for the next person.
@@ -347,7 +349,7 @@
     clearRender();
     const files = $('render-files').files;
     if (!files.length) {
-      status('render-status', 'Choose an HTML file first.', 'error');
+      status('render-status', 'Choose an HTML or Markdown file first.', 'error');
       return;
     }
     let opts = {};
@@ -372,12 +374,16 @@
     const form = new FormData();
     if (Object.keys(opts).length) form.append('options', JSON.stringify(opts));
     for (const f of files) form.append('files', f, f.name);
+    // Markdown without a page of HTML (template.html aside) is printed by
+    // POST /pdf/markdown; anything else is generate's.
+    const names = Array.from(files, (f) => f.name.toLowerCase());
+    const markdown = names.some((n) => /\.(md|markdown)$/.test(n)) && !names.some((n) => /\.html?$/.test(n) && n !== 'template.html');
     status('render-status', 'Rendering…');
     const gen = state.gen;
     try {
       await busy($('render-submit'), async () => {
         // No key: /pdf/* takes the session cookie when none is sent (spec §5).
-        const resp = await fetch('/pdf/generate', { method: 'POST', body: form, credentials: 'same-origin', signal: state.abort.signal });
+        const resp = await fetch(markdown ? '/pdf/markdown' : '/pdf/generate', { method: 'POST', body: form, credentials: 'same-origin', signal: state.abort.signal });
         if (!resp.ok) throw await errorOf(resp);
         const link = $('render-link');
         if ((resp.headers.get('Content-Type') || '').startsWith('application/json')) {
@@ -408,6 +414,129 @@
     if (gen !== state.gen) return;
     refreshUsage();
     if (opts.host) loadHosted(1);
+  });
+
+  // --- screenshot a page (DESIGN §11) ---
+
+  function clearShot() {
+    if (state.shotURL) URL.revokeObjectURL(state.shotURL);
+    state.shotURL = null;
+    $('shot-result').hidden = true;
+    const img = $('shot-image');
+    img.hidden = true;
+    img.removeAttribute('src');
+    const link = $('shot-link');
+    link.removeAttribute('href');
+    link.removeAttribute('download');
+    link.textContent = '';
+    $('shot-summary').textContent = '';
+    status('shot-status', '');
+  }
+
+  $('shot-form').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    clearShot();
+    const files = $('shot-files').files;
+    const url = $('shot-url').value.trim();
+    if (!files.length === !url) {
+      status('shot-status', 'Choose an HTML file or give an address, not both.', 'error');
+      return;
+    }
+    let opts;
+    try { opts = jsonObject($('shot-options').value, 'Options'); } catch (e) {
+      status('shot-status', e.message, 'error');
+      return;
+    }
+    // The controls win over the same fields of the JSON.
+    opts.format = $('shot-format').value;
+    for (const [id, key] of [['shot-width', 'width'], ['shot-height', 'height']]) {
+      const v = $(id).value.trim();
+      if (v) opts[key] = Number(v);
+    }
+    if ($('shot-full').checked) opts.fullPage = true;
+    if ($('shot-host').checked) opts.host = true;
+    const form = new FormData();
+    form.append('options', JSON.stringify(opts));
+    if (url) form.append('url', url);
+    for (const f of files) form.append('files', f, f.name);
+    status('shot-status', 'Capturing…');
+    const gen = state.gen;
+    try {
+      await busy($('shot-submit'), async () => {
+        const resp = await fetch('/pdf/screenshot', { method: 'POST', body: form, credentials: 'same-origin', signal: state.abort.signal });
+        if (!resp.ok) throw await errorOf(resp);
+        const link = $('shot-link');
+        if ((resp.headers.get('Content-Type') || '').startsWith('application/json')) {
+          const hosted = await resp.json();
+          if (gen !== state.gen) return;
+          link.href = httpURL(hosted.url) || '#';
+          link.textContent = hosted.url;
+          $('shot-summary').textContent = `Hosted until ${when(hosted.expiresAt)}.`;
+        } else {
+          const blob = await resp.blob();
+          if (gen !== state.gen) return;
+          const name = filenameOf(resp.headers.get('Content-Disposition'));
+          state.shotURL = URL.createObjectURL(blob);
+          link.href = state.shotURL;
+          link.download = name;
+          link.textContent = `Download ${name} (${bytes(blob.size)})`;
+          const img = $('shot-image');
+          img.src = state.shotURL;
+          img.hidden = false;
+          $('shot-summary').textContent = 'Captured.';
+        }
+        $('shot-result').hidden = false;
+        status('shot-status', '');
+      });
+    } catch (err) {
+      if (gen === state.gen) fail('shot-status', err);
+    }
+    if (gen !== state.gen) return;
+    refreshUsage();
+    if (opts.host) loadHosted(1);
+  });
+
+  // --- text of a PDF (DESIGN §11) ---
+
+  function clearText() {
+    $('text-result').hidden = true;
+    $('text-output').textContent = '';
+    $('text-summary').textContent = '';
+    status('text-status', '');
+  }
+
+  $('text-form').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    clearText();
+    const file = $('text-file').files[0];
+    if (!file) {
+      status('text-status', 'Choose a PDF first.', 'error');
+      return;
+    }
+    const opts = { format: $('text-format').value };
+    const pages = $('text-pages').value.trim();
+    if (pages) opts.pages = pages;
+    const form = new FormData();
+    form.append('options', JSON.stringify(opts));
+    form.append('files', file, file.name);
+    status('text-status', 'Reading…');
+    const gen = state.gen;
+    try {
+      await busy($('text-submit'), async () => {
+        const resp = await fetch('/pdf/text', { method: 'POST', body: form, credentials: 'same-origin', signal: state.abort.signal });
+        if (!resp.ok) throw await errorOf(resp);
+        const text = await resp.text();
+        if (gen !== state.gen) return;
+        // Shown as text, never as markup: it is the PDF's, not ours.
+        $('text-output').textContent = text;
+        $('text-summary').textContent = `${text.length.toLocaleString()} characters of ${opts.format === 'markdown' ? 'Markdown' : 'text'}.`;
+        $('text-result').hidden = false;
+        status('text-status', '');
+      });
+    } catch (err) {
+      if (gen === state.gen) fail('text-status', err);
+    }
+    if (gen === state.gen) refreshUsage();
   });
 
   // --- templates (DESIGN §9) ---
