@@ -296,6 +296,11 @@ def main():
                 reply({"ready": False, "error": "LibreOffice did not answer (exit %s): %s" % (code, e)})
                 proc.kill()
                 return 1
+    # From now on the kernel reaps LibreOffice when it dies: the engine
+    # kills it first and then the rest of the group, and a LibreOffice whose
+    # parent was already gone would otherwise be left a zombie under a PID 1
+    # that may never reap (in a container, often the worker itself).
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     reply({"ready": True, "pid": proc.pid})
     for line in sys.stdin:
         line = line.strip()

@@ -177,6 +177,15 @@ func (s *slot) stop() {
 	if p == nil {
 		return
 	}
+	// LibreOffice first, so its parent (the helper, which lets the kernel
+	// reap its children) is alive to have it reaped; then the group.
+	if p.soffice > 0 && syscall.Kill(p.soffice, syscall.SIGKILL) == nil {
+		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if syscall.Kill(p.soffice, 0) == syscall.ESRCH {
+				break
+			}
+		}
+	}
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	select {
 	case <-p.exited:
