@@ -84,8 +84,10 @@ type Config struct {
 	// Timeout per document; 0: DefaultTimeout.
 	Timeout time.Duration
 	// MaxMemory bounds each slot's LibreOffice address space (RLIMIT_AS),
-	// in bytes; 0: no bound. LibreOffice maps ~1 GiB at start, so a bound
-	// below 2 GiB refuses ordinary documents.
+	// in bytes; 0: no bound. An idle slot maps ~620 MiB of address space
+	// (~90 MiB resident), and a document adds to that: leave room (2 GiB or
+	// more). Past the bound LibreOffice's allocation fails and it dies, which
+	// fails that document alone (ErrCrashed) and restarts the slot.
 	MaxMemory int64
 	// WorkDir holds the slots' profiles and files; empty: a new directory
 	// under the system's temporary directory, removed by Close.
