@@ -33,6 +33,39 @@ type RecordOptions struct {
 	// Sign signs the PDF (PAdES) with an identity the service holds and
 	// granted the account: the last step, never with Encryption.
 	Sign *Signature `json:"sign,omitempty"`
+	// Stages are the post-processing steps in an order of the caller's
+	// (DESIGN §11) instead of the fixed one; with them, every step is
+	// given here and not in its own field (NewStage).
+	Stages []Stage `json:"stages,omitempty"`
+}
+
+// Stage is one step of RecordOptions.Stages: {"op": …} with its option's
+// fields inline.
+type Stage map[string]any
+
+// Stage ops.
+const (
+	StagePages       = "pages"
+	StageWatermark   = "watermark"
+	StageMetadata    = "metadata"
+	StageAttachments = "attachments"
+	StagePDFA        = "pdfa"
+	StagePDFUA       = "pdfua"
+	StageEncrypt     = "encrypt"
+	StageSign        = "sign"
+)
+
+// NewStage is step op with fields inline: NewStage(StageWatermark,
+// map[string]any{"text": "DRAFT"}), NewStage(StagePDFA,
+// map[string]any{"level": PDFA3B}).
+func NewStage(op string, fields map[string]any) Stage {
+	s := Stage{"op": op}
+	for k, v := range fields {
+		if k != "op" {
+			s[k] = v
+		}
+	}
+	return s
 }
 
 // PDF/A levels of RecordOptions.PDFA.

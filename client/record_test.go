@@ -239,3 +239,19 @@ func TestInspectSignatures(t *testing.T) {
 		t.Errorf("unreadable signature %+v", s)
 	}
 }
+
+func TestStagesEncode(t *testing.T) {
+	o := PrintOptions{RecordOptions: RecordOptions{Stages: []Stage{
+		NewStage(StagePages, map[string]any{"select": "2,1"}),
+		NewStage(StageWatermark, map[string]any{"text": "DRAFT", "op": "ignored"}),
+		NewStage(StagePDFA, map[string]any{"level": PDFA2B}),
+	}}}
+	b, err := json.Marshal(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `"stages":[{"op":"pages","select":"2,1"},{"op":"watermark","text":"DRAFT"},{"level":"2b","op":"pdfa"}]`
+	if !strings.Contains(string(b), want) {
+		t.Errorf("%s lacks %s", b, want)
+	}
+}
