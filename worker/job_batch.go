@@ -56,7 +56,9 @@ func (w *Worker) runWithWebhooks(ctx context.Context) error {
 	}
 	slots := map[string]int{}
 	for _, kind := range w.cfg.Kinds() {
-		slots[kind] = w.cfg.Workers
+		if w.takes(kind) {
+			slots[kind] = w.cfg.Workers
+		}
 	}
 	err := w.q.ConsumeKinds(ctx, slots, w.Handle, w.settleDead)
 	wg.Wait()

@@ -230,35 +230,40 @@ func filesFailure(msg string) *jobspb.Result {
 	return res
 }
 
-// lazyPDFium starts the PDFium engine on the first job that needs it:
-// compiling its WebAssembly takes seconds and its instances tens of MiB,
-// which a worker that never extracts text or images should not pay.
-type lazyPDFium struct {
-	cfg pdfium.Config
-	mu  sync.Mutex
-	eng *pdfium.Engine
+// lazy is an engine started on the first job that needs it (PDFium:
+// compiling its WebAssembly takes seconds and its instances tens of MiB;
+// LibreOffice: a second and ~90 MiB per slot), which a worker that never
+// gets such a job should not pay. A start that fails is not kept: the next
+// job tries again.
+type lazy[T any] struct {
+	start func(context.Context) (T, error)
+	stop  func(T)
+	mu    sync.Mutex
+	eng   T
+	ok    bool
 }
 
-func (l *lazyPDFium) get(ctx context.Context) (*pdfium.Engine, error) {
+func (l *lazy[T]) get(ctx context.Context) (T, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.eng != nil {
+	if l.ok {
 		return l.eng, nil
 	}
-	eng, err := pdfium.New(ctx, l.cfg)
+	eng, err := l.start(ctx)
 	if err != nil {
-		// Not kept: the next job tries again.
-		return nil, fmt.Errorf("worker: %w", err)
+		var zero T
+		return zero, fmt.Errorf("worker: %w", err)
 	}
-	l.eng = eng
+	l.eng, l.ok = eng, true
 	return eng, nil
 }
 
-func (l *lazyPDFium) close() {
+func (l *lazy[T]) close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.eng != nil {
-		_ = l.eng.Close()
-		l.eng = nil
+	if l.ok {
+		l.stop(l.eng)
+		var zero T
+		l.eng, l.ok = zero, false
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/docrender/docrender/proto/jobspb"
 	"github.com/docrender/docrender/worker/browser"
 	"github.com/docrender/docrender/worker/egress"
+	"github.com/docrender/docrender/worker/office"
 	"github.com/docrender/docrender/worker/pdfium"
 	"github.com/docrender/docrender/worker/render"
 	"github.com/docrender/docrender/worker/sign"
@@ -54,7 +55,12 @@ type Worker struct {
 	// templates keeps stored templates parsed between jobs (DESIGN §9).
 	templates *templateCache
 	// pdfium reads text and renders pages for the PDF tools (DESIGN §11).
-	pdfium *lazyPDFium
+	pdfium *lazy[*pdfium.Engine]
+	// office converts office documents (DESIGN §11) on a worker of the
+	// office kind, started on its first job; officeErr is why this machine
+	// cannot (no LibreOffice): such a worker takes no office jobs.
+	office    *lazy[*office.Engine]
+	officeErr error
 }
 
 // tabsPerSlot is how many warm tabs the pool keeps per render slot (the
@@ -75,13 +81,23 @@ func New(ctx context.Context, cfg config.Config, q *queue.Conn, blobs blob.Store
 	}
 	w := &Worker{cfg: cfg, q: q, blobs: blobs, log: log, identities: ids, templates: newTemplateCache(templateCacheBytes),
 		// One PDFium instance per job slot: a tool's call holds one throughout.
-		pdfium: &lazyPDFium{cfg: pdfium.Config{Instances: cfg.Workers}}}
+		pdfium: &lazy[*pdfium.Engine]{
+			start: func(ctx context.Context) (*pdfium.Engine, error) {
+				return pdfium.New(ctx, pdfium.Config{Instances: cfg.Workers})
+			},
+			stop: func(e *pdfium.Engine) { _ = e.Close() },
+		}}
 	if cfg.TSAURL != "" {
 		// The operator's TSA, outside the page egress rules (DESIGN §2).
 		w.tsa = &sign.TSA{URL: cfg.TSAURL}
 	}
 	w.batch = newBatchSupport(st, w)
 	w.state = st
+	if cfg.Takes(jobspb.KindOffice) {
+		if err := w.startOffice(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if !cfg.Takes(jobspb.KindChromium) {
 		// A pdf or office worker: no browser (DESIGN §1).
 		return w, nil
@@ -152,6 +168,9 @@ func (w *Worker) Run(ctx context.Context) error {
 // Close stops Chromium, the proxy and PDFium.
 func (w *Worker) Close() {
 	w.pdfium.close()
+	if w.office != nil {
+		w.office.close()
+	}
 	if w.pool != nil {
 		w.pool.Close()
 		w.proxy.Close()
@@ -172,7 +191,7 @@ func (w *Worker) Handle(ctx context.Context, job *jobspb.Job, d queue.Delivery) 
 	var res *jobspb.Result
 	var err error
 	defer func() { done(outcome(ctx, res, err)) }()
-	if kind := job.WorkerKind(); !w.cfg.Takes(kind) {
+	if kind := job.WorkerKind(); !w.takes(kind) {
 		// Never routed here (each kind has its subjects): a bug, not the client's.
 		return nil, fmt.Errorf("worker: a %s job on a worker of kinds %v", kind, w.cfg.Kinds())
 	}
@@ -193,6 +212,8 @@ func (w *Worker) Handle(ctx context.Context, job *jobspb.Job, d queue.Delivery) 
 		res, err = w.handleTool(ctx, job)
 	case *jobspb.Job_Screenshot:
 		res, err = w.handleScreenshot(ctx, job, k.Screenshot)
+	case *jobspb.Job_Office:
+		res, err = w.handleOffice(ctx, job)
 	default:
 		return failure(jobspb.ErrorKind_ERROR_KIND_BAD_INPUT, "Unknown job kind."), nil
 	}
@@ -223,7 +244,7 @@ func jobKind(job *jobspb.Job) string {
 		return metrics.KindInspect
 	case *jobspb.Job_Slice:
 		return metrics.KindSlice
-	case *jobspb.Job_Tool, *jobspb.Job_Screenshot:
+	case *jobspb.Job_Tool, *jobspb.Job_Screenshot, *jobspb.Job_Office:
 		// The tool's op ("split", "images", "screenshot"): each reads apart.
 		return job.Op()
 	}
@@ -251,4 +272,36 @@ func (w *Worker) store(ctx context.Context, job *jobspb.Job, pdf []byte) (_ *job
 		return nil, fmt.Errorf("worker: store result: %w", err)
 	}
 	return &jobspb.Result{OutputKey: job.OutputKey, Size: int64(len(pdf))}, nil
+}
+
+// startOffice readies the office kind: LibreOffice is checked now (cheap)
+// and started on the first office job (lazy). A machine without it takes
+// no office jobs and says why (OfficeUnavailable); a worker of the office
+// kind alone cannot do anything, so its start fails naming what is missing.
+func (w *Worker) startOffice(ctx context.Context) error {
+	if err := office.Check(ctx, w.cfg.OfficePath); err != nil {
+		if len(w.cfg.Kinds()) == 1 {
+			return fmt.Errorf("worker: %w", err)
+		}
+		w.officeErr = err
+		w.log.Warn("office documents off: this worker takes no office jobs", "err", err)
+		return nil
+	}
+	cfg := office.Config{Path: w.cfg.OfficePath, Slots: w.cfg.Workers, Timeout: w.cfg.RenderTimeout, MaxMemory: officeMaxMemory, Log: w.log}
+	w.office = &lazy[*office.Engine]{
+		start: func(ctx context.Context) (*office.Engine, error) { return office.New(ctx, cfg) },
+		stop:  (*office.Engine).Close,
+	}
+	return nil
+}
+
+// OfficeUnavailable says why this worker takes no office jobs although
+// its kinds include office (no LibreOffice here); nil when it takes them
+// or does not take the kind at all.
+func (w *Worker) OfficeUnavailable() error { return w.officeErr }
+
+// takes says whether this worker consumes jobs of kind: its kinds, less
+// office when this machine cannot convert office documents.
+func (w *Worker) takes(kind string) bool {
+	return w.cfg.Takes(kind) && (kind != jobspb.KindOffice || w.officeErr == nil)
 }

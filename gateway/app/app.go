@@ -146,8 +146,14 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, newWorkers 
 		}()
 	}
 	// bbolt (no Redis): one process alone opens it, so this gateway is the only one.
-	a.Server = gw.New(gw.Deps{Config: cfg, Queue: gw.NATSQueue{Conn: a.queue}, State: a.state, Blobs: a.blobs, Log: log, Ready: ready, Live: live, Metrics: a.Metrics,
-		Tracing: a.Tracing, OnlyGateway: cfg.RedisURL == ""})
+	deps := gw.Deps{Config: cfg, Queue: gw.NATSQueue{Conn: a.queue}, State: a.state, Blobs: a.blobs, Log: log, Ready: ready, Live: live, Metrics: a.Metrics,
+		Tracing: a.Tracing, OnlyGateway: cfg.RedisURL == ""}
+	if ou, ok := a.Workers.(interface{ OfficeUnavailable() error }); ok {
+		// The in-process worker knows why it takes no office jobs (no
+		// LibreOffice): the route says that rather than "no worker".
+		deps.OfficeUnavailable = ou.OfficeUnavailable
+	}
+	a.Server = gw.New(deps)
 	a.startSweeper(a.Server.Files())
 	if a.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
 		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)

@@ -94,6 +94,8 @@ func (q *fakeQueue) Publish(_ context.Context, job *jobspb.Job) error {
 
 func (q *fakeQueue) Admit(context.Context, string, int) error { return nil }
 
+func (q *fakeQueue) Takers(context.Context, string) (int, error) { return 1, nil }
+
 func (q *fakeQueue) PublishWebhook(context.Context, *jobspb.WebhookDelivery) error { return nil }
 
 func (q *fakeQueue) CancelJob(id string) error {

@@ -57,14 +57,15 @@ func (s *Server) runJob(ctx context.Context, job *jobspb.Job) (*jobspb.Result, e
 	return res, resultError(res)
 }
 
-// runCharged runs job as one conversion of u's plan: reserved before the
+// runCharged runs job as its conversions of u's plan (one, or one per
+// office document: job.Conversions): reserved before the
 // job is queued (429 when the month is used up), given back when the job
 // produces nothing, kept when it succeeds. A gateway that dies in between
 // leaves the reservation pending; it is given back once its hold, longer
 // than any wait here, has passed. Generate and merge run through it.
 func (s *Server) runCharged(ctx context.Context, u *account.User, job *jobspb.Job) (*jobspb.Result, error) {
 	hold := s.requestHold()
-	charge, err := s.acct.ReserveConversions(ctx, u, job.Id, 1, hold, hold)
+	charge, err := s.acct.ReserveConversions(ctx, u, job.Id, int64(job.Conversions()), hold, hold)
 	if err != nil {
 		return nil, err
 	}

@@ -27,17 +27,52 @@ const msgNoPDFs = "No PDF files were provided for merging."
 // §4.7, §4.17). userType decides who may read a hosted result, as it does
 // for generate (DESIGN §4.4).
 type mergeOptions struct {
-	FileName  *string         `json:"fileName"`
-	Host      *bool           `json:"host"`
-	UserType  *string         `json:"userType"`
-	Watermark json.RawMessage `json:"watermark"`
-	// DESIGN §6: metadata and encryption apply to a merge too.
+	FileName *string `json:"fileName"`
+	Host     *bool   `json:"host"`
+	UserType *string `json:"userType"`
+	stepsOptions
+}
+
+// stepsOptions are the post-processing options of a request whose worker
+// edits PDFs it did not print from HTML (merge, office): the watermark,
+// DESIGN §6's metadata and encryption, §8's record, §11's stages.
+type stepsOptions struct {
+	Watermark  json.RawMessage `json:"watermark"`
 	Metadata   json.RawMessage `json:"metadata"`
 	Encryption json.RawMessage `json:"encryption"`
 	// DESIGN §8: PDF/A, PDF/UA, attachments, e-invoice, signature.
 	pdfopts.RecordRaw
 	// DESIGN §11: the steps in an order of the client's.
 	Stages json.RawMessage `json:"stages"`
+}
+
+// steps validates o, with the uploaded parts of §8 (attachments,
+// factur-x.xml), into the steps the worker runs.
+func (o stepsOptions) steps(parts *recordParts) (pdfopts.Steps, error) {
+	var st pdfopts.Steps
+	var err error
+	if st.Info, err = pdfopts.ParseMetadata(o.Metadata); err != nil {
+		return st, err
+	}
+	if st.Encryption, err = pdfopts.ParseEncryption(o.Encryption); err != nil {
+		return st, err
+	}
+	if st.Watermark, err = pdfopts.ParseWatermark(o.Watermark); err != nil {
+		return st, err
+	}
+	if st.Record, err = o.RecordRaw.Validate(); err != nil {
+		return st, err
+	}
+	if err := pdfopts.ApplyStages(o.Stages, &st); err != nil {
+		return st, err
+	}
+	if err := pdfopts.CheckRecord(st.Record, st.Encryption, false); err != nil {
+		return st, err
+	}
+	if st.Record, err = parts.apply(st.Record, st.Encryption, false); err != nil {
+		return st, err
+	}
+	return st, pdfopts.CheckStages(st)
 }
 
 // mergeRequest is a validated merge.
@@ -295,29 +330,9 @@ func (up *mergeUpload) parseOptions() error {
 	if up.userType, err = pdfopts.UserType(raw.UserType); err != nil {
 		return err
 	}
-	if up.info, err = pdfopts.ParseMetadata(raw.Metadata); err != nil {
-		return err
-	}
-	if up.encryption, err = pdfopts.ParseEncryption(raw.Encryption); err != nil {
-		return err
-	}
-	if up.watermark, err = pdfopts.ParseWatermark(raw.Watermark); err != nil {
-		return err
-	}
-	if up.record, err = raw.RecordRaw.Validate(); err != nil {
-		return err
-	}
-	up.steps = pdfopts.Steps{Watermark: up.watermark, Info: up.info, Encryption: up.encryption, Record: up.record}
-	if err := pdfopts.ApplyStages(raw.Stages, &up.steps); err != nil {
+	if up.steps, err = raw.steps(up.parts); err != nil {
 		return err
 	}
 	up.watermark, up.info, up.encryption, up.record = up.steps.Watermark, up.steps.Info, up.steps.Encryption, up.steps.Record
-	if err := pdfopts.CheckRecord(up.record, up.encryption, false); err != nil {
-		return err
-	}
-	if up.record, err = up.parts.apply(up.record, up.encryption, false); err != nil {
-		return err
-	}
-	up.steps.Record = up.record
-	return pdfopts.CheckStages(up.steps)
+	return nil
 }

@@ -70,6 +70,7 @@ func (s *Server) routeTable() []route {
 		// Screenshots and Markdown (DESIGN §11): screenshot.go.
 		{post, "/pdf/screenshot", apiKey, s.screenshot, true},
 		{post, "/pdf/markdown", apiKey, s.markdown, true},
+		{post, "/pdf/office", apiKey, s.office, true},
 		// PDF tools (DESIGN §11): tools.go, appended below.
 
 		// Stored files (spec 4.7-4.14): hosted.go.

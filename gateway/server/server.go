@@ -45,6 +45,9 @@ type Queue interface {
 	CancelJob(id string) error
 	// Ready says whether jobs can be queued now.
 	Ready(ctx context.Context) error
+	// Takers says how many workers of a kind are there to take its jobs
+	// (waiting or busy); 0: none (queue.Conn.Takers).
+	Takers(ctx context.Context, kind string) (int, error)
 }
 
 // Waiter is a submitted job's result to come.
@@ -86,6 +89,10 @@ type Deps struct {
 	// with an Idempotency-Key left running by an earlier run of the process
 	// is taken over at once rather than after its lease (idempotent.go).
 	OnlyGateway bool
+	// OfficeUnavailable, when set, says why this process's own worker
+	// cannot convert office documents (embedded mode without LibreOffice):
+	// POST /pdf/office answers 503 with it.
+	OfficeUnavailable func() error
 }
 
 // Server is the HTTP API.

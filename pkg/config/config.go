@@ -55,14 +55,17 @@ type Config struct {
 	SweepInterval time.Duration
 	// DrainDelay is how long a gateway told to stop answers /readyz with
 	// 503 while still serving, so load balancers stop sending first.
-	DrainDelay    time.Duration
-	RedisURL      string
-	S3Endpoint    string
-	S3AccessKey   string
-	S3SecretKey   string
-	S3Bucket      string
-	S3UseSSL      bool
-	ChromiumPath  string
+	DrainDelay   time.Duration
+	RedisURL     string
+	S3Endpoint   string
+	S3AccessKey  string
+	S3SecretKey  string
+	S3Bucket     string
+	S3UseSSL     bool
+	ChromiumPath string
+	// OfficePath is LibreOffice's soffice (DOCRENDER_OFFICE_PATH); empty:
+	// found on PATH.
+	OfficePath    string
 	Workers       int
 	RenderTimeout time.Duration
 	MaxUpload     int64
@@ -196,6 +199,7 @@ func load(getenv func(string) string) (Config, map[string]bool, error) {
 		S3Bucket:              p.str("DOCRENDER_S3_BUCKET", "docrender"),
 		S3UseSSL:              p.boolean("DOCRENDER_S3_USE_SSL", false),
 		ChromiumPath:          p.str("DOCRENDER_CHROMIUM_PATH", ""),
+		OfficePath:            p.str("DOCRENDER_OFFICE_PATH", ""),
 		Workers:               p.integer("DOCRENDER_WORKERS", runtime.NumCPU()),
 		RenderTimeout:         p.duration("DOCRENDER_RENDER_TIMEOUT", 30*time.Second),
 		MaxUpload:             int64(p.integer("DOCRENDER_MAX_UPLOAD_BYTES", 52428800)),

@@ -482,3 +482,26 @@ func (c *Conn) Admit(ctx context.Context, account string, n int) error {
 	}
 	return nil
 }
+
+// Takers says how many takers the jobs of a worker kind have now: pull
+// requests waiting on its "now" consumer (an idle slot of a worker of
+// that kind) plus its jobs in hand (a busy slot). Zero means no worker of
+// the kind is running, so a gateway can say so at once rather than let a
+// request wait out its timeout (DESIGN §11: office without LibreOffice).
+// An idle slot re-pulls every idleWait; a caller that sees zero should look
+// again over a little longer than that before concluding.
+func (c *Conn) Takers(ctx context.Context, kind string) (int, error) {
+	cons, err := c.js.Consumer(ctx, c.n.Stream, c.nowConsumer(kind))
+	if err != nil {
+		return 0, fmt.Errorf("queue: %s consumer: %w", kind, err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("queue: %s consumer: %w", kind, err)
+	}
+	return info.NumWaiting + info.NumAckPending, nil
+}
+
+// TakersWait is how long to look for a taker before concluding there is
+// none: a few of an idle slot's pulls.
+const TakersWait = 4 * idleWait

@@ -1434,6 +1434,154 @@ func (x *RenderJob) GetPagesStage() *PagesTool {
 	return nil
 }
 
+// OfficeJob is POST /pdf/office (DESIGN §11): office documents converted
+// by LibreOffice on a worker of the office kind, one PDF per file or, with
+// merge, one PDF of them all in upload order, each through the §8 steps.
+type OfficeJob struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	InputKeys []string               `protobuf:"bytes,1,rep,name=input_keys,json=inputKeys,proto3" json:"input_keys,omitempty"`
+	// Client-side names of the inputs: their extension says their format,
+	// and refusals name them.
+	InputNames []string `protobuf:"bytes,2,rep,name=input_names,json=inputNames,proto3" json:"input_names,omitempty"`
+	Landscape  bool     `protobuf:"varint,3,opt,name=landscape,proto3" json:"landscape,omitempty"`
+	// LibreOffice's page ranges ("1-3,5"), of each file.
+	PageRanges string `protobuf:"bytes,4,opt,name=page_ranges,json=pageRanges,proto3" json:"page_ranges,omitempty"`
+	Merge      bool   `protobuf:"varint,5,opt,name=merge,proto3" json:"merge,omitempty"`
+	// Base name of the files in the ZIP of one PDF per file.
+	FileName   string      `protobuf:"bytes,6,opt,name=file_name,json=fileName,proto3" json:"file_name,omitempty"`
+	Watermark  *Watermark  `protobuf:"bytes,7,opt,name=watermark,proto3" json:"watermark,omitempty"`
+	Info       *DocInfo    `protobuf:"bytes,8,opt,name=info,proto3" json:"info,omitempty"`
+	Encryption *Encryption `protobuf:"bytes,9,opt,name=encryption,proto3" json:"encryption,omitempty"`
+	Record     *Record     `protobuf:"bytes,10,opt,name=record,proto3" json:"record,omitempty"`
+	// As RenderJob's.
+	Stages        []string   `protobuf:"bytes,20,rep,name=stages,proto3" json:"stages,omitempty"`
+	StepsOrdered  bool       `protobuf:"varint,21,opt,name=steps_ordered,json=stepsOrdered,proto3" json:"steps_ordered,omitempty"`
+	PagesStage    *PagesTool `protobuf:"bytes,22,opt,name=pages_stage,json=pagesStage,proto3" json:"pages_stage,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OfficeJob) Reset() {
+	*x = OfficeJob{}
+	mi := &file_jobs_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OfficeJob) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OfficeJob) ProtoMessage() {}
+
+func (x *OfficeJob) ProtoReflect() protoreflect.Message {
+	mi := &file_jobs_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OfficeJob.ProtoReflect.Descriptor instead.
+func (*OfficeJob) Descriptor() ([]byte, []int) {
+	return file_jobs_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *OfficeJob) GetInputKeys() []string {
+	if x != nil {
+		return x.InputKeys
+	}
+	return nil
+}
+
+func (x *OfficeJob) GetInputNames() []string {
+	if x != nil {
+		return x.InputNames
+	}
+	return nil
+}
+
+func (x *OfficeJob) GetLandscape() bool {
+	if x != nil {
+		return x.Landscape
+	}
+	return false
+}
+
+func (x *OfficeJob) GetPageRanges() string {
+	if x != nil {
+		return x.PageRanges
+	}
+	return ""
+}
+
+func (x *OfficeJob) GetMerge() bool {
+	if x != nil {
+		return x.Merge
+	}
+	return false
+}
+
+func (x *OfficeJob) GetFileName() string {
+	if x != nil {
+		return x.FileName
+	}
+	return ""
+}
+
+func (x *OfficeJob) GetWatermark() *Watermark {
+	if x != nil {
+		return x.Watermark
+	}
+	return nil
+}
+
+func (x *OfficeJob) GetInfo() *DocInfo {
+	if x != nil {
+		return x.Info
+	}
+	return nil
+}
+
+func (x *OfficeJob) GetEncryption() *Encryption {
+	if x != nil {
+		return x.Encryption
+	}
+	return nil
+}
+
+func (x *OfficeJob) GetRecord() *Record {
+	if x != nil {
+		return x.Record
+	}
+	return nil
+}
+
+func (x *OfficeJob) GetStages() []string {
+	if x != nil {
+		return x.Stages
+	}
+	return nil
+}
+
+func (x *OfficeJob) GetStepsOrdered() bool {
+	if x != nil {
+		return x.StepsOrdered
+	}
+	return false
+}
+
+func (x *OfficeJob) GetPagesStage() *PagesTool {
+	if x != nil {
+		return x.PagesStage
+	}
+	return nil
+}
+
 // ScreenshotJob is POST /pdf/screenshot (DESIGN §11): a page loaded and
 // waited for as a render's is (source: its bundle or url, its print's
 // waits, checks and media), then captured as one image instead of printed.
@@ -1461,7 +1609,7 @@ type ScreenshotJob struct {
 
 func (x *ScreenshotJob) Reset() {
 	*x = ScreenshotJob{}
-	mi := &file_jobs_proto_msgTypes[13]
+	mi := &file_jobs_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1473,7 +1621,7 @@ func (x *ScreenshotJob) String() string {
 func (*ScreenshotJob) ProtoMessage() {}
 
 func (x *ScreenshotJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[13]
+	mi := &file_jobs_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1486,7 +1634,7 @@ func (x *ScreenshotJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScreenshotJob.ProtoReflect.Descriptor instead.
 func (*ScreenshotJob) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{13}
+	return file_jobs_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ScreenshotJob) GetSource() *RenderJob {
@@ -1565,7 +1713,7 @@ type Clip struct {
 
 func (x *Clip) Reset() {
 	*x = Clip{}
-	mi := &file_jobs_proto_msgTypes[14]
+	mi := &file_jobs_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1577,7 +1725,7 @@ func (x *Clip) String() string {
 func (*Clip) ProtoMessage() {}
 
 func (x *Clip) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[14]
+	mi := &file_jobs_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1590,7 +1738,7 @@ func (x *Clip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Clip.ProtoReflect.Descriptor instead.
 func (*Clip) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{14}
+	return file_jobs_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Clip) GetX() float64 {
@@ -1638,7 +1786,7 @@ type TemplateFill struct {
 
 func (x *TemplateFill) Reset() {
 	*x = TemplateFill{}
-	mi := &file_jobs_proto_msgTypes[15]
+	mi := &file_jobs_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1650,7 +1798,7 @@ func (x *TemplateFill) String() string {
 func (*TemplateFill) ProtoMessage() {}
 
 func (x *TemplateFill) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[15]
+	mi := &file_jobs_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1663,7 +1811,7 @@ func (x *TemplateFill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TemplateFill.ProtoReflect.Descriptor instead.
 func (*TemplateFill) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{15}
+	return file_jobs_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TemplateFill) GetTemplateId() string {
@@ -1707,7 +1855,7 @@ type TemplateError struct {
 
 func (x *TemplateError) Reset() {
 	*x = TemplateError{}
-	mi := &file_jobs_proto_msgTypes[16]
+	mi := &file_jobs_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1719,7 +1867,7 @@ func (x *TemplateError) String() string {
 func (*TemplateError) ProtoMessage() {}
 
 func (x *TemplateError) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[16]
+	mi := &file_jobs_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1732,7 +1880,7 @@ func (x *TemplateError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TemplateError.ProtoReflect.Descriptor instead.
 func (*TemplateError) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{16}
+	return file_jobs_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *TemplateError) GetLine() int32 {
@@ -1776,7 +1924,7 @@ type MergeJob struct {
 
 func (x *MergeJob) Reset() {
 	*x = MergeJob{}
-	mi := &file_jobs_proto_msgTypes[17]
+	mi := &file_jobs_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1788,7 +1936,7 @@ func (x *MergeJob) String() string {
 func (*MergeJob) ProtoMessage() {}
 
 func (x *MergeJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[17]
+	mi := &file_jobs_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1801,7 +1949,7 @@ func (x *MergeJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeJob.ProtoReflect.Descriptor instead.
 func (*MergeJob) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{17}
+	return file_jobs_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *MergeJob) GetInputKeys() []string {
@@ -1889,6 +2037,7 @@ type Job struct {
 	//	*Job_Slice
 	//	*Job_Tool
 	//	*Job_Screenshot
+	//	*Job_Office
 	Kind          isJob_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1896,7 +2045,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_jobs_proto_msgTypes[18]
+	mi := &file_jobs_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1908,7 +2057,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[18]
+	mi := &file_jobs_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1921,7 +2070,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{18}
+	return file_jobs_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Job) GetId() string {
@@ -2045,6 +2194,15 @@ func (x *Job) GetScreenshot() *ScreenshotJob {
 	return nil
 }
 
+func (x *Job) GetOffice() *OfficeJob {
+	if x != nil {
+		if x, ok := x.Kind.(*Job_Office); ok {
+			return x.Office
+		}
+	}
+	return nil
+}
+
 type isJob_Kind interface {
 	isJob_Kind()
 }
@@ -2081,6 +2239,10 @@ type Job_Screenshot struct {
 	Screenshot *ScreenshotJob `protobuf:"bytes,17,opt,name=screenshot,proto3,oneof"`
 }
 
+type Job_Office struct {
+	Office *OfficeJob `protobuf:"bytes,18,opt,name=office,proto3,oneof"`
+}
+
 func (*Job_Render) isJob_Kind() {}
 
 func (*Job_Merge) isJob_Kind() {}
@@ -2096,6 +2258,8 @@ func (*Job_Slice) isJob_Kind() {}
 func (*Job_Tool) isJob_Kind() {}
 
 func (*Job_Screenshot) isJob_Kind() {}
+
+func (*Job_Office) isJob_Kind() {}
 
 // SliceJob prints one slice of a long document split by the job that took
 // it (DESIGN §10), on whichever worker has a free slot: the parent job
@@ -2120,7 +2284,7 @@ type SliceJob struct {
 
 func (x *SliceJob) Reset() {
 	*x = SliceJob{}
-	mi := &file_jobs_proto_msgTypes[19]
+	mi := &file_jobs_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2132,7 +2296,7 @@ func (x *SliceJob) String() string {
 func (*SliceJob) ProtoMessage() {}
 
 func (x *SliceJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[19]
+	mi := &file_jobs_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2145,7 +2309,7 @@ func (x *SliceJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SliceJob.ProtoReflect.Descriptor instead.
 func (*SliceJob) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{19}
+	return file_jobs_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SliceJob) GetParentId() string {
@@ -2203,7 +2367,7 @@ type InspectJob struct {
 
 func (x *InspectJob) Reset() {
 	*x = InspectJob{}
-	mi := &file_jobs_proto_msgTypes[20]
+	mi := &file_jobs_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2215,7 +2379,7 @@ func (x *InspectJob) String() string {
 func (*InspectJob) ProtoMessage() {}
 
 func (x *InspectJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[20]
+	mi := &file_jobs_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2228,7 +2392,7 @@ func (x *InspectJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectJob.ProtoReflect.Descriptor instead.
 func (*InspectJob) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{20}
+	return file_jobs_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *InspectJob) GetInputKey() string {
@@ -2274,7 +2438,7 @@ type ToolJob struct {
 
 func (x *ToolJob) Reset() {
 	*x = ToolJob{}
-	mi := &file_jobs_proto_msgTypes[21]
+	mi := &file_jobs_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2286,7 +2450,7 @@ func (x *ToolJob) String() string {
 func (*ToolJob) ProtoMessage() {}
 
 func (x *ToolJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[21]
+	mi := &file_jobs_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2299,7 +2463,7 @@ func (x *ToolJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolJob.ProtoReflect.Descriptor instead.
 func (*ToolJob) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{21}
+	return file_jobs_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ToolJob) GetInputKey() string {
@@ -2450,7 +2614,7 @@ type SplitTool struct {
 
 func (x *SplitTool) Reset() {
 	*x = SplitTool{}
-	mi := &file_jobs_proto_msgTypes[22]
+	mi := &file_jobs_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2462,7 +2626,7 @@ func (x *SplitTool) String() string {
 func (*SplitTool) ProtoMessage() {}
 
 func (x *SplitTool) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[22]
+	mi := &file_jobs_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2475,7 +2639,7 @@ func (x *SplitTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitTool.ProtoReflect.Descriptor instead.
 func (*SplitTool) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{22}
+	return file_jobs_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SplitTool) GetRanges() string {
@@ -2505,7 +2669,7 @@ type PagesTool struct {
 
 func (x *PagesTool) Reset() {
 	*x = PagesTool{}
-	mi := &file_jobs_proto_msgTypes[23]
+	mi := &file_jobs_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2517,7 +2681,7 @@ func (x *PagesTool) String() string {
 func (*PagesTool) ProtoMessage() {}
 
 func (x *PagesTool) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[23]
+	mi := &file_jobs_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2530,7 +2694,7 @@ func (x *PagesTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PagesTool.ProtoReflect.Descriptor instead.
 func (*PagesTool) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{23}
+	return file_jobs_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PagesTool) GetSelect() string {
@@ -2563,7 +2727,7 @@ type FlattenTool struct {
 
 func (x *FlattenTool) Reset() {
 	*x = FlattenTool{}
-	mi := &file_jobs_proto_msgTypes[24]
+	mi := &file_jobs_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2575,7 +2739,7 @@ func (x *FlattenTool) String() string {
 func (*FlattenTool) ProtoMessage() {}
 
 func (x *FlattenTool) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[24]
+	mi := &file_jobs_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2588,7 +2752,7 @@ func (x *FlattenTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlattenTool.ProtoReflect.Descriptor instead.
 func (*FlattenTool) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{24}
+	return file_jobs_proto_rawDescGZIP(), []int{25}
 }
 
 // OptimizeTool: image_quality 1-100; max_image_dpi 0 keeps images' size.
@@ -2602,7 +2766,7 @@ type OptimizeTool struct {
 
 func (x *OptimizeTool) Reset() {
 	*x = OptimizeTool{}
-	mi := &file_jobs_proto_msgTypes[25]
+	mi := &file_jobs_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2614,7 +2778,7 @@ func (x *OptimizeTool) String() string {
 func (*OptimizeTool) ProtoMessage() {}
 
 func (x *OptimizeTool) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[25]
+	mi := &file_jobs_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2627,7 +2791,7 @@ func (x *OptimizeTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OptimizeTool.ProtoReflect.Descriptor instead.
 func (*OptimizeTool) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{25}
+	return file_jobs_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *OptimizeTool) GetImageQuality() int32 {
@@ -2654,7 +2818,7 @@ type MetadataTool struct {
 
 func (x *MetadataTool) Reset() {
 	*x = MetadataTool{}
-	mi := &file_jobs_proto_msgTypes[26]
+	mi := &file_jobs_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2666,7 +2830,7 @@ func (x *MetadataTool) String() string {
 func (*MetadataTool) ProtoMessage() {}
 
 func (x *MetadataTool) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[26]
+	mi := &file_jobs_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2679,7 +2843,7 @@ func (x *MetadataTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetadataTool.ProtoReflect.Descriptor instead.
 func (*MetadataTool) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{26}
+	return file_jobs_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *MetadataTool) GetInfo() *DocInfo {
@@ -2700,7 +2864,7 @@ type TextTool struct {
 
 func (x *TextTool) Reset() {
 	*x = TextTool{}
-	mi := &file_jobs_proto_msgTypes[27]
+	mi := &file_jobs_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2712,7 +2876,7 @@ func (x *TextTool) String() string {
 func (*TextTool) ProtoMessage() {}
 
 func (x *TextTool) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[27]
+	mi := &file_jobs_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2725,7 +2889,7 @@ func (x *TextTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TextTool.ProtoReflect.Descriptor instead.
 func (*TextTool) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{27}
+	return file_jobs_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *TextTool) GetMarkdown() bool {
@@ -2754,7 +2918,7 @@ type ImagesTool struct {
 
 func (x *ImagesTool) Reset() {
 	*x = ImagesTool{}
-	mi := &file_jobs_proto_msgTypes[28]
+	mi := &file_jobs_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2766,7 +2930,7 @@ func (x *ImagesTool) String() string {
 func (*ImagesTool) ProtoMessage() {}
 
 func (x *ImagesTool) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[28]
+	mi := &file_jobs_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2779,7 +2943,7 @@ func (x *ImagesTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImagesTool.ProtoReflect.Descriptor instead.
 func (*ImagesTool) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{28}
+	return file_jobs_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ImagesTool) GetFormat() string {
@@ -2820,7 +2984,7 @@ type ToolOutput struct {
 
 func (x *ToolOutput) Reset() {
 	*x = ToolOutput{}
-	mi := &file_jobs_proto_msgTypes[29]
+	mi := &file_jobs_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2832,7 +2996,7 @@ func (x *ToolOutput) String() string {
 func (*ToolOutput) ProtoMessage() {}
 
 func (x *ToolOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[29]
+	mi := &file_jobs_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2845,7 +3009,7 @@ func (x *ToolOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolOutput.ProtoReflect.Descriptor instead.
 func (*ToolOutput) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{29}
+	return file_jobs_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ToolOutput) GetContentType() string {
@@ -2896,7 +3060,7 @@ type InspectReport struct {
 
 func (x *InspectReport) Reset() {
 	*x = InspectReport{}
-	mi := &file_jobs_proto_msgTypes[30]
+	mi := &file_jobs_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2908,7 +3072,7 @@ func (x *InspectReport) String() string {
 func (*InspectReport) ProtoMessage() {}
 
 func (x *InspectReport) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[30]
+	mi := &file_jobs_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2921,7 +3085,7 @@ func (x *InspectReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectReport.ProtoReflect.Descriptor instead.
 func (*InspectReport) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{30}
+	return file_jobs_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *InspectReport) GetPages() int32 {
@@ -3028,7 +3192,7 @@ type BatchDocumentJob struct {
 
 func (x *BatchDocumentJob) Reset() {
 	*x = BatchDocumentJob{}
-	mi := &file_jobs_proto_msgTypes[31]
+	mi := &file_jobs_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3040,7 +3204,7 @@ func (x *BatchDocumentJob) String() string {
 func (*BatchDocumentJob) ProtoMessage() {}
 
 func (x *BatchDocumentJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[31]
+	mi := &file_jobs_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3053,7 +3217,7 @@ func (x *BatchDocumentJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchDocumentJob.ProtoReflect.Descriptor instead.
 func (*BatchDocumentJob) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{31}
+	return file_jobs_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *BatchDocumentJob) GetBatchId() string {
@@ -3088,7 +3252,7 @@ type ZipJob struct {
 
 func (x *ZipJob) Reset() {
 	*x = ZipJob{}
-	mi := &file_jobs_proto_msgTypes[32]
+	mi := &file_jobs_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3100,7 +3264,7 @@ func (x *ZipJob) String() string {
 func (*ZipJob) ProtoMessage() {}
 
 func (x *ZipJob) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[32]
+	mi := &file_jobs_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3113,7 +3277,7 @@ func (x *ZipJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ZipJob.ProtoReflect.Descriptor instead.
 func (*ZipJob) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{32}
+	return file_jobs_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ZipJob) GetBatchId() string {
@@ -3141,7 +3305,7 @@ type WebhookDelivery struct {
 
 func (x *WebhookDelivery) Reset() {
 	*x = WebhookDelivery{}
-	mi := &file_jobs_proto_msgTypes[33]
+	mi := &file_jobs_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3153,7 +3317,7 @@ func (x *WebhookDelivery) String() string {
 func (*WebhookDelivery) ProtoMessage() {}
 
 func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[33]
+	mi := &file_jobs_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3166,7 +3330,7 @@ func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDelivery.ProtoReflect.Descriptor instead.
 func (*WebhookDelivery) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{33}
+	return file_jobs_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *WebhookDelivery) GetDeliveryId() string {
@@ -3224,7 +3388,7 @@ type FailedRequest struct {
 
 func (x *FailedRequest) Reset() {
 	*x = FailedRequest{}
-	mi := &file_jobs_proto_msgTypes[34]
+	mi := &file_jobs_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3236,7 +3400,7 @@ func (x *FailedRequest) String() string {
 func (*FailedRequest) ProtoMessage() {}
 
 func (x *FailedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[34]
+	mi := &file_jobs_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3249,7 +3413,7 @@ func (x *FailedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailedRequest.ProtoReflect.Descriptor instead.
 func (*FailedRequest) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{34}
+	return file_jobs_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *FailedRequest) GetUrl() string {
@@ -3305,7 +3469,7 @@ type Report struct {
 
 func (x *Report) Reset() {
 	*x = Report{}
-	mi := &file_jobs_proto_msgTypes[35]
+	mi := &file_jobs_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3317,7 +3481,7 @@ func (x *Report) String() string {
 func (*Report) ProtoMessage() {}
 
 func (x *Report) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[35]
+	mi := &file_jobs_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3330,7 +3494,7 @@ func (x *Report) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Report.ProtoReflect.Descriptor instead.
 func (*Report) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{35}
+	return file_jobs_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Report) GetPages() int32 {
@@ -3455,7 +3619,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_jobs_proto_msgTypes[36]
+	mi := &file_jobs_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3467,7 +3631,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[36]
+	mi := &file_jobs_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3480,7 +3644,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{36}
+	return file_jobs_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Result) GetJobId() string {
@@ -3577,7 +3741,7 @@ type InspectReport_PageSize struct {
 
 func (x *InspectReport_PageSize) Reset() {
 	*x = InspectReport_PageSize{}
-	mi := &file_jobs_proto_msgTypes[39]
+	mi := &file_jobs_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3589,7 +3753,7 @@ func (x *InspectReport_PageSize) String() string {
 func (*InspectReport_PageSize) ProtoMessage() {}
 
 func (x *InspectReport_PageSize) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[39]
+	mi := &file_jobs_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3602,7 +3766,7 @@ func (x *InspectReport_PageSize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectReport_PageSize.ProtoReflect.Descriptor instead.
 func (*InspectReport_PageSize) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{30, 0}
+	return file_jobs_proto_rawDescGZIP(), []int{31, 0}
 }
 
 func (x *InspectReport_PageSize) GetWidth() float64 {
@@ -3629,7 +3793,7 @@ type InspectReport_Font struct {
 
 func (x *InspectReport_Font) Reset() {
 	*x = InspectReport_Font{}
-	mi := &file_jobs_proto_msgTypes[40]
+	mi := &file_jobs_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3641,7 +3805,7 @@ func (x *InspectReport_Font) String() string {
 func (*InspectReport_Font) ProtoMessage() {}
 
 func (x *InspectReport_Font) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[40]
+	mi := &file_jobs_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3654,7 +3818,7 @@ func (x *InspectReport_Font) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectReport_Font.ProtoReflect.Descriptor instead.
 func (*InspectReport_Font) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{30, 1}
+	return file_jobs_proto_rawDescGZIP(), []int{31, 1}
 }
 
 func (x *InspectReport_Font) GetName() string {
@@ -3683,7 +3847,7 @@ type InspectReport_Attachment struct {
 
 func (x *InspectReport_Attachment) Reset() {
 	*x = InspectReport_Attachment{}
-	mi := &file_jobs_proto_msgTypes[41]
+	mi := &file_jobs_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3695,7 +3859,7 @@ func (x *InspectReport_Attachment) String() string {
 func (*InspectReport_Attachment) ProtoMessage() {}
 
 func (x *InspectReport_Attachment) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[41]
+	mi := &file_jobs_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3708,7 +3872,7 @@ func (x *InspectReport_Attachment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectReport_Attachment.ProtoReflect.Descriptor instead.
 func (*InspectReport_Attachment) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{30, 2}
+	return file_jobs_proto_rawDescGZIP(), []int{31, 2}
 }
 
 func (x *InspectReport_Attachment) GetFileName() string {
@@ -3757,7 +3921,7 @@ type InspectReport_Signature struct {
 
 func (x *InspectReport_Signature) Reset() {
 	*x = InspectReport_Signature{}
-	mi := &file_jobs_proto_msgTypes[43]
+	mi := &file_jobs_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3769,7 +3933,7 @@ func (x *InspectReport_Signature) String() string {
 func (*InspectReport_Signature) ProtoMessage() {}
 
 func (x *InspectReport_Signature) ProtoReflect() protoreflect.Message {
-	mi := &file_jobs_proto_msgTypes[43]
+	mi := &file_jobs_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3782,7 +3946,7 @@ func (x *InspectReport_Signature) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectReport_Signature.ProtoReflect.Descriptor instead.
 func (*InspectReport_Signature) Descriptor() ([]byte, []int) {
-	return file_jobs_proto_rawDescGZIP(), []int{30, 4}
+	return file_jobs_proto_rawDescGZIP(), []int{31, 4}
 }
 
 func (x *InspectReport_Signature) GetSigner() string {
@@ -3953,6 +4117,27 @@ const file_jobs_proto_rawDesc = "" +
 	"\x06stages\x18\x14 \x03(\tR\x06stages\x12#\n" +
 	"\rsteps_ordered\x18\x15 \x01(\bR\fstepsOrdered\x12=\n" +
 	"\vpages_stage\x18\x16 \x01(\v2\x1c.docrender.jobs.v1.PagesToolR\n" +
+	"pagesStage\"\x97\x04\n" +
+	"\tOfficeJob\x12\x1d\n" +
+	"\n" +
+	"input_keys\x18\x01 \x03(\tR\tinputKeys\x12\x1f\n" +
+	"\vinput_names\x18\x02 \x03(\tR\n" +
+	"inputNames\x12\x1c\n" +
+	"\tlandscape\x18\x03 \x01(\bR\tlandscape\x12\x1f\n" +
+	"\vpage_ranges\x18\x04 \x01(\tR\n" +
+	"pageRanges\x12\x14\n" +
+	"\x05merge\x18\x05 \x01(\bR\x05merge\x12\x1b\n" +
+	"\tfile_name\x18\x06 \x01(\tR\bfileName\x12:\n" +
+	"\twatermark\x18\a \x01(\v2\x1c.docrender.jobs.v1.WatermarkR\twatermark\x12.\n" +
+	"\x04info\x18\b \x01(\v2\x1a.docrender.jobs.v1.DocInfoR\x04info\x12=\n" +
+	"\n" +
+	"encryption\x18\t \x01(\v2\x1d.docrender.jobs.v1.EncryptionR\n" +
+	"encryption\x121\n" +
+	"\x06record\x18\n" +
+	" \x01(\v2\x19.docrender.jobs.v1.RecordR\x06record\x12\x16\n" +
+	"\x06stages\x18\x14 \x03(\tR\x06stages\x12#\n" +
+	"\rsteps_ordered\x18\x15 \x01(\bR\fstepsOrdered\x12=\n" +
+	"\vpages_stage\x18\x16 \x01(\v2\x1c.docrender.jobs.v1.PagesToolR\n" +
 	"pagesStage\"\xb9\x02\n" +
 	"\rScreenshotJob\x124\n" +
 	"\x06source\x18\x01 \x01(\v2\x1c.docrender.jobs.v1.RenderJobR\x06source\x12\x16\n" +
@@ -3994,7 +4179,7 @@ const file_jobs_proto_rawDesc = "" +
 	"\x06stages\x18\x14 \x03(\tR\x06stages\x12#\n" +
 	"\rsteps_ordered\x18\x15 \x01(\bR\fstepsOrdered\x12=\n" +
 	"\vpages_stage\x18\x16 \x01(\v2\x1c.docrender.jobs.v1.PagesToolR\n" +
-	"pagesStage\"\xb1\x05\n" +
+	"pagesStage\"\xe9\x05\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -4016,7 +4201,8 @@ const file_jobs_proto_rawDesc = "" +
 	"\x04tool\x18\x10 \x01(\v2\x1a.docrender.jobs.v1.ToolJobH\x00R\x04tool\x12B\n" +
 	"\n" +
 	"screenshot\x18\x11 \x01(\v2 .docrender.jobs.v1.ScreenshotJobH\x00R\n" +
-	"screenshotB\x06\n" +
+	"screenshot\x126\n" +
+	"\x06office\x18\x12 \x01(\v2\x1c.docrender.jobs.v1.OfficeJobH\x00R\x06officeB\x06\n" +
 	"\x04kindJ\x04\b\x04\x10\x05J\x04\b\x05\x10\x06R\bbatch_idR\vbatch_index\"\xca\x01\n" +
 	"\bSliceJob\x12\x1b\n" +
 	"\tparent_id\x18\x01 \x01(\tR\bparentId\x12\x14\n" +
@@ -4193,7 +4379,7 @@ func file_jobs_proto_rawDescGZIP() []byte {
 }
 
 var file_jobs_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_jobs_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
+var file_jobs_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
 var file_jobs_proto_goTypes = []any{
 	(Split)(0),                       // 0: docrender.jobs.v1.Split
 	(ErrorKind)(0),                   // 1: docrender.jobs.v1.ErrorKind
@@ -4210,37 +4396,38 @@ var file_jobs_proto_goTypes = []any{
 	(*Cookie)(nil),                   // 12: docrender.jobs.v1.Cookie
 	(*PageURL)(nil),                  // 13: docrender.jobs.v1.PageURL
 	(*RenderJob)(nil),                // 14: docrender.jobs.v1.RenderJob
-	(*ScreenshotJob)(nil),            // 15: docrender.jobs.v1.ScreenshotJob
-	(*Clip)(nil),                     // 16: docrender.jobs.v1.Clip
-	(*TemplateFill)(nil),             // 17: docrender.jobs.v1.TemplateFill
-	(*TemplateError)(nil),            // 18: docrender.jobs.v1.TemplateError
-	(*MergeJob)(nil),                 // 19: docrender.jobs.v1.MergeJob
-	(*Job)(nil),                      // 20: docrender.jobs.v1.Job
-	(*SliceJob)(nil),                 // 21: docrender.jobs.v1.SliceJob
-	(*InspectJob)(nil),               // 22: docrender.jobs.v1.InspectJob
-	(*ToolJob)(nil),                  // 23: docrender.jobs.v1.ToolJob
-	(*SplitTool)(nil),                // 24: docrender.jobs.v1.SplitTool
-	(*PagesTool)(nil),                // 25: docrender.jobs.v1.PagesTool
-	(*FlattenTool)(nil),              // 26: docrender.jobs.v1.FlattenTool
-	(*OptimizeTool)(nil),             // 27: docrender.jobs.v1.OptimizeTool
-	(*MetadataTool)(nil),             // 28: docrender.jobs.v1.MetadataTool
-	(*TextTool)(nil),                 // 29: docrender.jobs.v1.TextTool
-	(*ImagesTool)(nil),               // 30: docrender.jobs.v1.ImagesTool
-	(*ToolOutput)(nil),               // 31: docrender.jobs.v1.ToolOutput
-	(*InspectReport)(nil),            // 32: docrender.jobs.v1.InspectReport
-	(*BatchDocumentJob)(nil),         // 33: docrender.jobs.v1.BatchDocumentJob
-	(*ZipJob)(nil),                   // 34: docrender.jobs.v1.ZipJob
-	(*WebhookDelivery)(nil),          // 35: docrender.jobs.v1.WebhookDelivery
-	(*FailedRequest)(nil),            // 36: docrender.jobs.v1.FailedRequest
-	(*Report)(nil),                   // 37: docrender.jobs.v1.Report
-	(*Result)(nil),                   // 38: docrender.jobs.v1.Result
-	nil,                              // 39: docrender.jobs.v1.PageURL.ExtraHttpHeadersEntry
-	nil,                              // 40: docrender.jobs.v1.PagesTool.RotateEntry
-	(*InspectReport_PageSize)(nil),   // 41: docrender.jobs.v1.InspectReport.PageSize
-	(*InspectReport_Font)(nil),       // 42: docrender.jobs.v1.InspectReport.Font
-	(*InspectReport_Attachment)(nil), // 43: docrender.jobs.v1.InspectReport.Attachment
-	nil,                              // 44: docrender.jobs.v1.InspectReport.MetadataEntry
-	(*InspectReport_Signature)(nil),  // 45: docrender.jobs.v1.InspectReport.Signature
+	(*OfficeJob)(nil),                // 15: docrender.jobs.v1.OfficeJob
+	(*ScreenshotJob)(nil),            // 16: docrender.jobs.v1.ScreenshotJob
+	(*Clip)(nil),                     // 17: docrender.jobs.v1.Clip
+	(*TemplateFill)(nil),             // 18: docrender.jobs.v1.TemplateFill
+	(*TemplateError)(nil),            // 19: docrender.jobs.v1.TemplateError
+	(*MergeJob)(nil),                 // 20: docrender.jobs.v1.MergeJob
+	(*Job)(nil),                      // 21: docrender.jobs.v1.Job
+	(*SliceJob)(nil),                 // 22: docrender.jobs.v1.SliceJob
+	(*InspectJob)(nil),               // 23: docrender.jobs.v1.InspectJob
+	(*ToolJob)(nil),                  // 24: docrender.jobs.v1.ToolJob
+	(*SplitTool)(nil),                // 25: docrender.jobs.v1.SplitTool
+	(*PagesTool)(nil),                // 26: docrender.jobs.v1.PagesTool
+	(*FlattenTool)(nil),              // 27: docrender.jobs.v1.FlattenTool
+	(*OptimizeTool)(nil),             // 28: docrender.jobs.v1.OptimizeTool
+	(*MetadataTool)(nil),             // 29: docrender.jobs.v1.MetadataTool
+	(*TextTool)(nil),                 // 30: docrender.jobs.v1.TextTool
+	(*ImagesTool)(nil),               // 31: docrender.jobs.v1.ImagesTool
+	(*ToolOutput)(nil),               // 32: docrender.jobs.v1.ToolOutput
+	(*InspectReport)(nil),            // 33: docrender.jobs.v1.InspectReport
+	(*BatchDocumentJob)(nil),         // 34: docrender.jobs.v1.BatchDocumentJob
+	(*ZipJob)(nil),                   // 35: docrender.jobs.v1.ZipJob
+	(*WebhookDelivery)(nil),          // 36: docrender.jobs.v1.WebhookDelivery
+	(*FailedRequest)(nil),            // 37: docrender.jobs.v1.FailedRequest
+	(*Report)(nil),                   // 38: docrender.jobs.v1.Report
+	(*Result)(nil),                   // 39: docrender.jobs.v1.Result
+	nil,                              // 40: docrender.jobs.v1.PageURL.ExtraHttpHeadersEntry
+	nil,                              // 41: docrender.jobs.v1.PagesTool.RotateEntry
+	(*InspectReport_PageSize)(nil),   // 42: docrender.jobs.v1.InspectReport.PageSize
+	(*InspectReport_Font)(nil),       // 43: docrender.jobs.v1.InspectReport.Font
+	(*InspectReport_Attachment)(nil), // 44: docrender.jobs.v1.InspectReport.Attachment
+	nil,                              // 45: docrender.jobs.v1.InspectReport.MetadataEntry
+	(*InspectReport_Signature)(nil),  // 46: docrender.jobs.v1.InspectReport.Signature
 }
 var file_jobs_proto_depIdxs = []int32{
 	0,  // 0: docrender.jobs.v1.Print.split:type_name -> docrender.jobs.v1.Split
@@ -4248,7 +4435,7 @@ var file_jobs_proto_depIdxs = []int32{
 	5,  // 2: docrender.jobs.v1.Record.attachments:type_name -> docrender.jobs.v1.Attachment
 	6,  // 3: docrender.jobs.v1.Record.einvoice:type_name -> docrender.jobs.v1.EInvoice
 	8,  // 4: docrender.jobs.v1.Record.sign:type_name -> docrender.jobs.v1.Signature
-	39, // 5: docrender.jobs.v1.PageURL.extra_http_headers:type_name -> docrender.jobs.v1.PageURL.ExtraHttpHeadersEntry
+	40, // 5: docrender.jobs.v1.PageURL.extra_http_headers:type_name -> docrender.jobs.v1.PageURL.ExtraHttpHeadersEntry
 	12, // 6: docrender.jobs.v1.PageURL.cookies:type_name -> docrender.jobs.v1.Cookie
 	2,  // 7: docrender.jobs.v1.RenderJob.page:type_name -> docrender.jobs.v1.Page
 	3,  // 8: docrender.jobs.v1.RenderJob.watermark:type_name -> docrender.jobs.v1.Watermark
@@ -4257,50 +4444,56 @@ var file_jobs_proto_depIdxs = []int32{
 	11, // 11: docrender.jobs.v1.RenderJob.encryption:type_name -> docrender.jobs.v1.Encryption
 	13, // 12: docrender.jobs.v1.RenderJob.url:type_name -> docrender.jobs.v1.PageURL
 	9,  // 13: docrender.jobs.v1.RenderJob.record:type_name -> docrender.jobs.v1.Record
-	17, // 14: docrender.jobs.v1.RenderJob.template:type_name -> docrender.jobs.v1.TemplateFill
-	25, // 15: docrender.jobs.v1.RenderJob.pages_stage:type_name -> docrender.jobs.v1.PagesTool
-	14, // 16: docrender.jobs.v1.ScreenshotJob.source:type_name -> docrender.jobs.v1.RenderJob
-	16, // 17: docrender.jobs.v1.ScreenshotJob.clip:type_name -> docrender.jobs.v1.Clip
-	3,  // 18: docrender.jobs.v1.MergeJob.watermark:type_name -> docrender.jobs.v1.Watermark
-	10, // 19: docrender.jobs.v1.MergeJob.info:type_name -> docrender.jobs.v1.DocInfo
-	11, // 20: docrender.jobs.v1.MergeJob.encryption:type_name -> docrender.jobs.v1.Encryption
-	9,  // 21: docrender.jobs.v1.MergeJob.record:type_name -> docrender.jobs.v1.Record
-	25, // 22: docrender.jobs.v1.MergeJob.pages_stage:type_name -> docrender.jobs.v1.PagesTool
-	14, // 23: docrender.jobs.v1.Job.render:type_name -> docrender.jobs.v1.RenderJob
-	19, // 24: docrender.jobs.v1.Job.merge:type_name -> docrender.jobs.v1.MergeJob
-	34, // 25: docrender.jobs.v1.Job.zip:type_name -> docrender.jobs.v1.ZipJob
-	33, // 26: docrender.jobs.v1.Job.batch_document:type_name -> docrender.jobs.v1.BatchDocumentJob
-	22, // 27: docrender.jobs.v1.Job.inspect:type_name -> docrender.jobs.v1.InspectJob
-	21, // 28: docrender.jobs.v1.Job.slice:type_name -> docrender.jobs.v1.SliceJob
-	23, // 29: docrender.jobs.v1.Job.tool:type_name -> docrender.jobs.v1.ToolJob
-	15, // 30: docrender.jobs.v1.Job.screenshot:type_name -> docrender.jobs.v1.ScreenshotJob
-	14, // 31: docrender.jobs.v1.SliceJob.render:type_name -> docrender.jobs.v1.RenderJob
-	24, // 32: docrender.jobs.v1.ToolJob.split:type_name -> docrender.jobs.v1.SplitTool
-	25, // 33: docrender.jobs.v1.ToolJob.pages:type_name -> docrender.jobs.v1.PagesTool
-	26, // 34: docrender.jobs.v1.ToolJob.flatten:type_name -> docrender.jobs.v1.FlattenTool
-	27, // 35: docrender.jobs.v1.ToolJob.optimize:type_name -> docrender.jobs.v1.OptimizeTool
-	28, // 36: docrender.jobs.v1.ToolJob.metadata:type_name -> docrender.jobs.v1.MetadataTool
-	29, // 37: docrender.jobs.v1.ToolJob.text:type_name -> docrender.jobs.v1.TextTool
-	30, // 38: docrender.jobs.v1.ToolJob.images:type_name -> docrender.jobs.v1.ImagesTool
-	40, // 39: docrender.jobs.v1.PagesTool.rotate:type_name -> docrender.jobs.v1.PagesTool.RotateEntry
-	10, // 40: docrender.jobs.v1.MetadataTool.info:type_name -> docrender.jobs.v1.DocInfo
-	41, // 41: docrender.jobs.v1.InspectReport.page_sizes:type_name -> docrender.jobs.v1.InspectReport.PageSize
-	44, // 42: docrender.jobs.v1.InspectReport.metadata:type_name -> docrender.jobs.v1.InspectReport.MetadataEntry
-	42, // 43: docrender.jobs.v1.InspectReport.fonts:type_name -> docrender.jobs.v1.InspectReport.Font
-	43, // 44: docrender.jobs.v1.InspectReport.attachments:type_name -> docrender.jobs.v1.InspectReport.Attachment
-	45, // 45: docrender.jobs.v1.InspectReport.signatures:type_name -> docrender.jobs.v1.InspectReport.Signature
-	14, // 46: docrender.jobs.v1.BatchDocumentJob.render:type_name -> docrender.jobs.v1.RenderJob
-	36, // 47: docrender.jobs.v1.Report.failed_requests:type_name -> docrender.jobs.v1.FailedRequest
-	18, // 48: docrender.jobs.v1.Report.template_errors:type_name -> docrender.jobs.v1.TemplateError
-	1,  // 49: docrender.jobs.v1.Result.error_kind:type_name -> docrender.jobs.v1.ErrorKind
-	37, // 50: docrender.jobs.v1.Result.report:type_name -> docrender.jobs.v1.Report
-	32, // 51: docrender.jobs.v1.Result.inspect:type_name -> docrender.jobs.v1.InspectReport
-	31, // 52: docrender.jobs.v1.Result.tool:type_name -> docrender.jobs.v1.ToolOutput
-	53, // [53:53] is the sub-list for method output_type
-	53, // [53:53] is the sub-list for method input_type
-	53, // [53:53] is the sub-list for extension type_name
-	53, // [53:53] is the sub-list for extension extendee
-	0,  // [0:53] is the sub-list for field type_name
+	18, // 14: docrender.jobs.v1.RenderJob.template:type_name -> docrender.jobs.v1.TemplateFill
+	26, // 15: docrender.jobs.v1.RenderJob.pages_stage:type_name -> docrender.jobs.v1.PagesTool
+	3,  // 16: docrender.jobs.v1.OfficeJob.watermark:type_name -> docrender.jobs.v1.Watermark
+	10, // 17: docrender.jobs.v1.OfficeJob.info:type_name -> docrender.jobs.v1.DocInfo
+	11, // 18: docrender.jobs.v1.OfficeJob.encryption:type_name -> docrender.jobs.v1.Encryption
+	9,  // 19: docrender.jobs.v1.OfficeJob.record:type_name -> docrender.jobs.v1.Record
+	26, // 20: docrender.jobs.v1.OfficeJob.pages_stage:type_name -> docrender.jobs.v1.PagesTool
+	14, // 21: docrender.jobs.v1.ScreenshotJob.source:type_name -> docrender.jobs.v1.RenderJob
+	17, // 22: docrender.jobs.v1.ScreenshotJob.clip:type_name -> docrender.jobs.v1.Clip
+	3,  // 23: docrender.jobs.v1.MergeJob.watermark:type_name -> docrender.jobs.v1.Watermark
+	10, // 24: docrender.jobs.v1.MergeJob.info:type_name -> docrender.jobs.v1.DocInfo
+	11, // 25: docrender.jobs.v1.MergeJob.encryption:type_name -> docrender.jobs.v1.Encryption
+	9,  // 26: docrender.jobs.v1.MergeJob.record:type_name -> docrender.jobs.v1.Record
+	26, // 27: docrender.jobs.v1.MergeJob.pages_stage:type_name -> docrender.jobs.v1.PagesTool
+	14, // 28: docrender.jobs.v1.Job.render:type_name -> docrender.jobs.v1.RenderJob
+	20, // 29: docrender.jobs.v1.Job.merge:type_name -> docrender.jobs.v1.MergeJob
+	35, // 30: docrender.jobs.v1.Job.zip:type_name -> docrender.jobs.v1.ZipJob
+	34, // 31: docrender.jobs.v1.Job.batch_document:type_name -> docrender.jobs.v1.BatchDocumentJob
+	23, // 32: docrender.jobs.v1.Job.inspect:type_name -> docrender.jobs.v1.InspectJob
+	22, // 33: docrender.jobs.v1.Job.slice:type_name -> docrender.jobs.v1.SliceJob
+	24, // 34: docrender.jobs.v1.Job.tool:type_name -> docrender.jobs.v1.ToolJob
+	16, // 35: docrender.jobs.v1.Job.screenshot:type_name -> docrender.jobs.v1.ScreenshotJob
+	15, // 36: docrender.jobs.v1.Job.office:type_name -> docrender.jobs.v1.OfficeJob
+	14, // 37: docrender.jobs.v1.SliceJob.render:type_name -> docrender.jobs.v1.RenderJob
+	25, // 38: docrender.jobs.v1.ToolJob.split:type_name -> docrender.jobs.v1.SplitTool
+	26, // 39: docrender.jobs.v1.ToolJob.pages:type_name -> docrender.jobs.v1.PagesTool
+	27, // 40: docrender.jobs.v1.ToolJob.flatten:type_name -> docrender.jobs.v1.FlattenTool
+	28, // 41: docrender.jobs.v1.ToolJob.optimize:type_name -> docrender.jobs.v1.OptimizeTool
+	29, // 42: docrender.jobs.v1.ToolJob.metadata:type_name -> docrender.jobs.v1.MetadataTool
+	30, // 43: docrender.jobs.v1.ToolJob.text:type_name -> docrender.jobs.v1.TextTool
+	31, // 44: docrender.jobs.v1.ToolJob.images:type_name -> docrender.jobs.v1.ImagesTool
+	41, // 45: docrender.jobs.v1.PagesTool.rotate:type_name -> docrender.jobs.v1.PagesTool.RotateEntry
+	10, // 46: docrender.jobs.v1.MetadataTool.info:type_name -> docrender.jobs.v1.DocInfo
+	42, // 47: docrender.jobs.v1.InspectReport.page_sizes:type_name -> docrender.jobs.v1.InspectReport.PageSize
+	45, // 48: docrender.jobs.v1.InspectReport.metadata:type_name -> docrender.jobs.v1.InspectReport.MetadataEntry
+	43, // 49: docrender.jobs.v1.InspectReport.fonts:type_name -> docrender.jobs.v1.InspectReport.Font
+	44, // 50: docrender.jobs.v1.InspectReport.attachments:type_name -> docrender.jobs.v1.InspectReport.Attachment
+	46, // 51: docrender.jobs.v1.InspectReport.signatures:type_name -> docrender.jobs.v1.InspectReport.Signature
+	14, // 52: docrender.jobs.v1.BatchDocumentJob.render:type_name -> docrender.jobs.v1.RenderJob
+	37, // 53: docrender.jobs.v1.Report.failed_requests:type_name -> docrender.jobs.v1.FailedRequest
+	19, // 54: docrender.jobs.v1.Report.template_errors:type_name -> docrender.jobs.v1.TemplateError
+	1,  // 55: docrender.jobs.v1.Result.error_kind:type_name -> docrender.jobs.v1.ErrorKind
+	38, // 56: docrender.jobs.v1.Result.report:type_name -> docrender.jobs.v1.Report
+	33, // 57: docrender.jobs.v1.Result.inspect:type_name -> docrender.jobs.v1.InspectReport
+	32, // 58: docrender.jobs.v1.Result.tool:type_name -> docrender.jobs.v1.ToolOutput
+	59, // [59:59] is the sub-list for method output_type
+	59, // [59:59] is the sub-list for method input_type
+	59, // [59:59] is the sub-list for extension type_name
+	59, // [59:59] is the sub-list for extension extendee
+	0,  // [0:59] is the sub-list for field type_name
 }
 
 func init() { file_jobs_proto_init() }
@@ -4308,7 +4501,7 @@ func file_jobs_proto_init() {
 	if File_jobs_proto != nil {
 		return
 	}
-	file_jobs_proto_msgTypes[18].OneofWrappers = []any{
+	file_jobs_proto_msgTypes[19].OneofWrappers = []any{
 		(*Job_Render)(nil),
 		(*Job_Merge)(nil),
 		(*Job_Zip)(nil),
@@ -4317,8 +4510,9 @@ func file_jobs_proto_init() {
 		(*Job_Slice)(nil),
 		(*Job_Tool)(nil),
 		(*Job_Screenshot)(nil),
+		(*Job_Office)(nil),
 	}
-	file_jobs_proto_msgTypes[21].OneofWrappers = []any{
+	file_jobs_proto_msgTypes[22].OneofWrappers = []any{
 		(*ToolJob_Split)(nil),
 		(*ToolJob_Pages)(nil),
 		(*ToolJob_Flatten)(nil),
@@ -4333,7 +4527,7 @@ func file_jobs_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jobs_proto_rawDesc), len(file_jobs_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   44,
+			NumMessages:   45,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -20,11 +20,13 @@ const (
 func WorkerKinds() []string { return []string{KindChromium, KindPDF, KindOffice} }
 
 // WorkerKind is the kind of worker that takes j: renders, screenshots and
-// Markdown (a render) on chromium.
+// Markdown (a render) on chromium, office documents on office.
 func (j *Job) WorkerKind() string {
 	switch j.GetKind().(type) {
 	case *Job_Merge, *Job_Zip, *Job_Inspect, *Job_Tool:
 		return KindPDF
+	case *Job_Office:
+		return KindOffice
 	}
 	return KindChromium
 }
@@ -47,6 +49,8 @@ func (j *Job) Op() string {
 		return j.GetTool().Op()
 	case *Job_Screenshot:
 		return "screenshot"
+	case *Job_Office:
+		return "office"
 	case *Job_Render:
 		// Markdown is a render whose entry the worker converts first: an op
 		// of its own, so its depth and traces read apart from HTML's.
@@ -78,4 +82,13 @@ func (t *ToolJob) Op() string {
 		return "images"
 	}
 	return "tool"
+}
+
+// Conversions is how many conversions j counts against its account's plan
+// (DESIGN §11: one per input file): an office job's files, else one.
+func (j *Job) Conversions() int {
+	if o := j.GetOffice(); o != nil {
+		return max(len(o.GetInputKeys()), 1)
+	}
+	return 1
 }

@@ -3,6 +3,7 @@ package office
 import (
 	"context"
 	"fmt"
+	"github.com/docrender/docrender/worker/office/officetest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,7 +27,7 @@ func benchDocs(b *testing.B) []Input {
 	}
 	return []Input{
 		{"ten-pages.docx", manyPages(b, 10)},
-		{"three-sheets.xlsx", xlsx(b, sheets)},
+		{"three-sheets.xlsx", officetest.Xlsx(b, sheets)},
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/docrender/docrender/worker/office/officetest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -24,13 +25,13 @@ import (
 // load event, writes marker.
 func macroODT(t testing.TB, marker string) []byte {
 	scripts := `<office:scripts><office:event-listeners><script:event-listener script:language="ooo:script" script:event-name="dom:load" xlink:type="simple" xlink:href="vnd.sun.star.script:Standard.Module1.AutoRun?language=Basic&amp;location=document"/></office:event-listeners></office:scripts>`
-	content := strings.Replace(odtContent([]string{"A document with a macro"}, ""), "<office:body>", scripts+"<office:body>", 1)
-	return odt(t, content,
-		part{name: "Basic/script-lc.xml", body: `<?xml version="1.0" encoding="UTF-8"?>
+	content := strings.Replace(officetest.ODTContent([]string{"A document with a macro"}, ""), "<office:body>", scripts+"<office:body>", 1)
+	return officetest.ODT(t, content,
+		officetest.Part{Name: "Basic/script-lc.xml", Body: `<?xml version="1.0" encoding="UTF-8"?>
 <library:libraries xmlns:library="http://openoffice.org/2000/library" xmlns:xlink="http://www.w3.org/1999/xlink"><library:library library:name="Standard" library:link="false"/></library:libraries>`},
-		part{name: "Basic/Standard/script-lb.xml", body: `<?xml version="1.0" encoding="UTF-8"?>
+		officetest.Part{Name: "Basic/Standard/script-lb.xml", Body: `<?xml version="1.0" encoding="UTF-8"?>
 <library:library xmlns:library="http://openoffice.org/2000/library" library:name="Standard" library:readonly="false" library:passwordprotected="false"><library:element library:name="Module1"/></library:library>`},
-		part{name: "Basic/Standard/Module1.xml", body: `<?xml version="1.0" encoding="UTF-8"?>
+		officetest.Part{Name: "Basic/Standard/Module1.xml", Body: `<?xml version="1.0" encoding="UTF-8"?>
 <script:module xmlns:script="http://openoffice.org/2000/script" script:name="Module1" script:language="StarBasic">Sub AutoRun
 Open "` + marker + `" For Output As #1
 Print #1, "macro ran"
@@ -48,8 +49,8 @@ func remoteDocs(t testing.TB, base string) []Input {
 	rels := `<Relationship Id="rIdImg" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/image" Target="` + base + `/docx.png" TargetMode="External"/>`
 	frame := `<text:p><draw:frame svg:width="2cm" svg:height="2cm" text:anchor-type="as-char"><draw:image xlink:href="` + base + `/odt.png" xlink:type="simple" xlink:show="embed" xlink:actuate="onLoad"/></draw:frame></text:p>`
 	return []Input{
-		{"remote.docx", docx(t, docxBody([]para{{text: "Remote image below"}})+drawing, rels)},
-		{"remote.odt", odt(t, odtContent([]string{"Remote image below"}, frame))},
+		{"remote.docx", officetest.Docx(t, officetest.DocxBody([]officetest.Para{{Text: "Remote image below"}})+drawing, rels)},
+		{"remote.odt", officetest.ODT(t, officetest.ODTContent([]string{"Remote image below"}, frame))},
 		{"remote.rtf", []byte(`{\rtf1\ansi Remote image below\par{\field{\*\fldinst INCLUDEPICTURE "` + base + `/rtf.png" \\d}{\fldrslt x}}\par}`)},
 	}
 }
@@ -171,7 +172,7 @@ func bombDocx(t testing.TB, size int, rep string) []byte {
 	zw.RegisterCompressor(zip.Deflate, func(w io.Writer) (io.WriteCloser, error) {
 		return flate.NewWriter(w, flate.BestCompression)
 	})
-	small := docx(t, "", "")
+	small := officetest.Docx(t, "", "")
 	zr, _ := zip.NewReader(bytes.NewReader(small), int64(len(small)))
 	for _, f := range zr.File {
 		if f.Name == "word/document.xml" {
@@ -183,7 +184,7 @@ func bombDocx(t testing.TB, size int, rep string) []byte {
 		r.Close()
 	}
 	w, _ := zw.Create("word/document.xml")
-	io.WriteString(w, `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document `+wNS+`><w:body>`)
+	io.WriteString(w, `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document `+officetest.WNS+`><w:body>`)
 	chunk := []byte(strings.Repeat(rep, 1<<16/len(rep)))
 	for n := 0; n < size; n += len(chunk) {
 		w.Write(chunk)
@@ -322,7 +323,7 @@ func TestConcurrent(t *testing.T) {
 	for i := range n {
 		go func() {
 			word := fmt.Sprintf("Document%dOnly", i)
-			pdf, _, err := e.Convert(context.Background(), Input{fmt.Sprintf("d%d.docx", i), docx(t, docxBody([]para{{text: word}}), "")}, Options{})
+			pdf, _, err := e.Convert(context.Background(), Input{fmt.Sprintf("d%d.docx", i), officetest.Docx(t, officetest.DocxBody([]officetest.Para{{Text: word}}), "")}, Options{})
 			if err == nil && !strings.Contains(inspect(t, pdf).text, word) {
 				err = fmt.Errorf("d%d.docx: its PDF lacks %s", i, word)
 			}
@@ -362,7 +363,7 @@ func TestMaxDocuments(t *testing.T) {
 
 func FuzzConvert(f *testing.F) {
 	f.Add("a.txt", []byte("hello"))
-	f.Add("a.docx", docx(f, docxBody([]para{{text: "fuzz"}}), ""))
+	f.Add("a.docx", officetest.Docx(f, officetest.DocxBody([]officetest.Para{{Text: "fuzz"}}), ""))
 	f.Add("a.rtf", []byte(`{\rtf1 x}`))
 	f.Add("a.csv", []byte("a,b\n1,2\n"))
 	f.Add("a.odt", []byte("PK\x03\x04"))

@@ -196,6 +196,18 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	return e, nil
 }
 
+// Check says, without starting anything, whether this machine can convert
+// office documents with LibreOffice at path (Config.Path; empty: found on
+// PATH): nil, or ErrUnavailable wrapped with what is missing and how to
+// install it. A worker checks this before it takes office jobs.
+func Check(ctx context.Context, path string) error {
+	if _, err := findSoffice(path); err != nil {
+		return err
+	}
+	_, err := findPythonUNO(ctx)
+	return err
+}
+
 // findSoffice resolves Config.Path or looks for LibreOffice on PATH.
 func findSoffice(path string) (string, error) {
 	if path != "" {

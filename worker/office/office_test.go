@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/docrender/docrender/worker/office/officetest"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -120,12 +121,12 @@ func inspect(t testing.TB, pdf []byte) pdfFacts {
 
 // manyPages is a docx of n pages, each opening with its own word.
 func manyPages(t testing.TB, n int) []byte {
-	var ps []para
+	var ps []officetest.Para
 	for i := 1; i <= n; i++ {
-		ps = append(ps, para{text: fmt.Sprintf("Page%03d heading", i), breakPage: i > 1})
-		ps = append(ps, para{text: strings.Repeat("Body text for the page. ", 30)})
+		ps = append(ps, officetest.Para{Text: fmt.Sprintf("Page%03d heading", i), BreakPage: i > 1})
+		ps = append(ps, officetest.Para{Text: strings.Repeat("Body text for the page. ", 30)})
 	}
-	return docx(t, docxBody(ps), "")
+	return officetest.Docx(t, officetest.DocxBody(ps), "")
 }
 
 func TestConvert(t *testing.T) {
@@ -136,10 +137,10 @@ func TestConvert(t *testing.T) {
 		words []string
 		pages int
 	}{
-		{"letter.docx", docx(t, docxBody([]para{{text: "Dear customer, your invoice"}, {text: "Second page here", breakPage: true}}), ""), []string{"Dear customer", "Second page"}, 2},
-		{"figures.xlsx", xlsx(t, [][][]string{{{"Revenue", "Q1"}}, {{"Costs", "Q2"}}, {{"Margin", "Q3"}}}), []string{"Revenue", "Costs", "Margin"}, 3},
-		{"deck.pptx", pptx(t, []string{"Opening slide", "Closing slide"}), []string{"Opening slide", "Closing slide"}, 2},
-		{"notes.odt", odt(t, odtContent([]string{"OpenDocument text works"}, "")), []string{"OpenDocument text works"}, 1},
+		{"letter.docx", officetest.Docx(t, officetest.DocxBody([]officetest.Para{{Text: "Dear customer, your invoice"}, {Text: "Second page here", BreakPage: true}}), ""), []string{"Dear customer", "Second page"}, 2},
+		{"figures.xlsx", officetest.Xlsx(t, [][][]string{{{"Revenue", "Q1"}}, {{"Costs", "Q2"}}, {{"Margin", "Q3"}}}), []string{"Revenue", "Costs", "Margin"}, 3},
+		{"deck.pptx", officetest.Pptx(t, []string{"Opening slide", "Closing slide"}), []string{"Opening slide", "Closing slide"}, 2},
+		{"notes.odt", officetest.ODT(t, officetest.ODTContent([]string{"OpenDocument text works"}, "")), []string{"OpenDocument text works"}, 1},
 		{"memo.rtf", []byte(`{\rtf1\ansi{\fonttbl{\f0 Arial;}}\f0 Rich text memo\par}`), []string{"Rich text memo"}, 1},
 		{"plain.txt", []byte("Plain words, ünïcode kept\n"), []string{"Plain words", "ünïcode"}, 1},
 		{"table.csv", []byte("name,amount\nwidget,42\n"), []string{"widget", "42"}, 1},
@@ -187,7 +188,7 @@ func TestOptions(t *testing.T) {
 				t.Errorf("page %gx%g is not A4 landscape", f.width, f.height)
 			}
 		}},
-		{"landscape xlsx", Input{"a.xlsx", xlsx(t, [][][]string{{{"wide"}}})}, Options{Landscape: true}, func(t *testing.T, f pdfFacts, _ int) {
+		{"landscape xlsx", Input{"a.xlsx", officetest.Xlsx(t, [][][]string{{{"wide"}}})}, Options{Landscape: true}, func(t *testing.T, f pdfFacts, _ int) {
 			if f.width <= f.height {
 				t.Errorf("page %gx%g is not landscape", f.width, f.height)
 			}
@@ -210,12 +211,12 @@ func TestOptions(t *testing.T) {
 				t.Errorf("no PDF/A-2b claim in XMP:\n%s", f.meta)
 			}
 		}},
-		{"pdfa 3b", Input{"a.odt", odt(t, odtContent([]string{"archival"}, ""))}, Options{PDFA: "3b"}, func(t *testing.T, f pdfFacts, _ int) {
+		{"pdfa 3b", Input{"a.odt", officetest.ODT(t, officetest.ODTContent([]string{"archival"}, ""))}, Options{PDFA: "3b"}, func(t *testing.T, f pdfFacts, _ int) {
 			if !regexp.MustCompile(`pdfaid:part(>|=")3`).MatchString(f.meta) {
 				t.Errorf("no PDF/A-3 claim in XMP:\n%s", f.meta)
 			}
 		}},
-		{"plain pdf claims no pdfa", Input{"a.odt", odt(t, odtContent([]string{"plain"}, ""))}, Options{}, func(t *testing.T, f pdfFacts, _ int) {
+		{"plain pdf claims no pdfa", Input{"a.odt", officetest.ODT(t, officetest.ODTContent([]string{"plain"}, ""))}, Options{}, func(t *testing.T, f pdfFacts, _ int) {
 			if strings.Contains(f.meta, "pdfaid") {
 				t.Errorf("PDF/A claim without asking:\n%s", f.meta)
 			}
@@ -236,13 +237,13 @@ func TestOptions(t *testing.T) {
 // metric-compatible stand-ins (so its line breaks hold), never a fallback.
 func TestFonts(t *testing.T) {
 	e := sharedEngine(t)
-	body := docxBody([]para{
-		{text: "Set in Calibri", font: "Calibri"},
-		{text: "Set in Arial", font: "Arial"},
-		{text: "Set in Times New Roman", font: "Times New Roman"},
-		{text: "Set in Cambria", font: "Cambria"},
+	body := officetest.DocxBody([]officetest.Para{
+		{Text: "Set in Calibri", Font: "Calibri"},
+		{Text: "Set in Arial", Font: "Arial"},
+		{Text: "Set in Times New Roman", Font: "Times New Roman"},
+		{Text: "Set in Cambria", Font: "Cambria"},
 	})
-	pdf, _, err := e.Convert(context.Background(), Input{"fonts.docx", docx(t, body, "")}, Options{})
+	pdf, _, err := e.Convert(context.Background(), Input{"fonts.docx", officetest.Docx(t, body, "")}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,9 +271,9 @@ func TestBadInput(t *testing.T) {
 		{"binary as txt", Input{"data.txt", png}, Options{}, "not a UTF-8 text file"},
 		{"not rtf", Input{"memo.rtf", []byte("hello")}, Options{}, "not an RTF document"},
 		{"damaged zip", Input{"broken.xlsx", []byte("PK\x03\x04garbage")}, Options{}, "damaged"},
-		{"zip of nothing office", Input{"odd.docx", zipOf(t, part{name: "hello.txt", body: "hi"})}, Options{}, "cannot read it as a .docx"},
+		{"zip of nothing office", Input{"odd.docx", officetest.Zip(t, officetest.Part{Name: "hello.txt", Body: "hi"})}, Options{}, "cannot read it as a .docx"},
 		{"legacy doc of garbage", Input{"old.doc", append([]byte("\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1"), make([]byte, 600)...)}, Options{}, "cannot read it as a .doc"},
-		{"password-protected", Input{"secret.odt", encryptedODT(t, "s3cret")}, Options{}, "password-protected"},
+		{"password-protected", Input{"secret.odt", officetest.EncryptedODT(t, "s3cret")}, Options{}, "password-protected"},
 		{"bad page ranges", Input{"a.txt", []byte("x")}, Options{PageRanges: "1-2;drop"}, "pageRanges"},
 		{"bad pdfa", Input{"a.txt", []byte("x")}, Options{PDFA: "1a"}, "PDF/A level"},
 	}

@@ -1,4 +1,8 @@
-package office
+// Package officetest writes office documents from code for tests: the
+// engine's own and the service's end-to-end ones. Each is the smallest
+// package LibreOffice accepts as its format, so a test says exactly what it
+// feeds.
+package officetest
 
 import (
 	"archive/zip"
@@ -17,29 +21,28 @@ import (
 	"testing"
 )
 
-// The test corpus is written here from code: the smallest packages
-// LibreOffice accepts as each format, so a test says exactly what it feeds.
-
-type part struct {
-	name  string
-	body  string
-	store bool // stored, not deflated (ODF's mimetype must be)
+// Part is one file of a ZIP package.
+type Part struct {
+	Name  string
+	Body  string
+	Store bool // stored, not deflated (ODF's mimetype must be)
 }
 
-func zipOf(t testing.TB, parts ...part) []byte {
+// Zip is a ZIP package of parts, in order.
+func Zip(t testing.TB, parts ...Part) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	zw := zip.NewWriter(&b)
 	for _, p := range parts {
 		method := zip.Deflate
-		if p.store {
+		if p.Store {
 			method = zip.Store
 		}
-		w, err := zw.CreateHeader(&zip.FileHeader{Name: p.name, Method: method})
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: p.Name, Method: method})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := w.Write([]byte(p.body)); err != nil {
+		if _, err := w.Write([]byte(p.Body)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -49,40 +52,41 @@ func zipOf(t testing.TB, parts ...part) []byte {
 	return b.Bytes()
 }
 
-const wNS = `xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"`
+// WNS declares WordprocessingML's namespaces (w:, r:) on a document's root.
+const WNS = `xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"`
 
-// para is one Word paragraph: its text, font and whether a page break
+// Para is one Word paragraph: its text, font and whether a page break
 // comes before it.
-type para struct {
-	text      string
-	font      string
-	breakPage bool
+type Para struct {
+	Text      string
+	Font      string
+	BreakPage bool
 }
 
-// docxBody is document.xml's paragraphs for paras.
-func docxBody(paras []para) string {
+// DocxBody is document.xml's paragraphs for paras.
+func DocxBody(paras []Para) string {
 	var b strings.Builder
 	for _, p := range paras {
 		b.WriteString("<w:p>")
-		if p.breakPage {
+		if p.BreakPage {
 			b.WriteString(`<w:pPr><w:pageBreakBefore/></w:pPr>`)
 		}
 		b.WriteString("<w:r>")
-		if p.font != "" {
-			fmt.Fprintf(&b, `<w:rPr><w:rFonts w:ascii="%[1]s" w:hAnsi="%[1]s" w:cs="%[1]s"/></w:rPr>`, p.font)
+		if p.Font != "" {
+			fmt.Fprintf(&b, `<w:rPr><w:rFonts w:ascii="%[1]s" w:hAnsi="%[1]s" w:cs="%[1]s"/></w:rPr>`, p.Font)
 		}
-		fmt.Fprintf(&b, `<w:t xml:space="preserve">%s</w:t></w:r></w:p>`, html.EscapeString(p.text))
+		fmt.Fprintf(&b, `<w:t xml:space="preserve">%s</w:t></w:r></w:p>`, html.EscapeString(p.Text))
 	}
 	return b.String()
 }
 
-// docx is a Word document of body (document.xml's <w:body> content), with
+// Docx is a Word document of body (document.xml's <w:body> content), with
 // extra parts and relationships (document.xml.rels entries) when given.
 // sectPr: A4 portrait, so page sizes are known.
-func docx(t testing.TB, body string, rels string, extra ...part) []byte {
+func Docx(t testing.TB, body string, rels string, extra ...Part) []byte {
 	t.Helper()
-	parts := []part{
-		{name: "[Content_Types].xml", body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+	parts := []Part{
+		{Name: "[Content_Types].xml", Body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">
 <Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>
 <Default Extension="xml" ContentType="application/xml"/>
@@ -90,24 +94,24 @@ func docx(t testing.TB, body string, rels string, extra ...part) []byte {
 <Default Extension="bin" ContentType="application/vnd.ms-office.vbaProject"/>
 <Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/>
 </Types>`},
-		{name: "_rels/.rels", body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+		{Name: "_rels/.rels", Body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">
 <Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/>
 </Relationships>`},
-		{name: "word/_rels/document.xml.rels", body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+		{Name: "word/_rels/document.xml.rels", Body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">` + rels + `</Relationships>`},
-		{name: "word/document.xml", body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-<w:document ` + wNS + `><w:body>` + body +
+		{Name: "word/document.xml", Body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<w:document ` + WNS + `><w:body>` + body +
 			`<w:sectPr><w:pgSz w:w="11906" w:h="16838"/><w:pgMar w:top="1440" w:right="1440" w:bottom="1440" w:left="1440" w:header="708" w:footer="708" w:gutter="0"/></w:sectPr></w:body></w:document>`},
 	}
-	return zipOf(t, append(parts, extra...)...)
+	return Zip(t, append(parts, extra...)...)
 }
 
-// xlsx is a workbook of sheets, each a list of rows of inline strings.
-func xlsx(t testing.TB, sheets [][][]string) []byte {
+// Xlsx is a workbook of sheets, each a list of rows of inline strings.
+func Xlsx(t testing.TB, sheets [][][]string) []byte {
 	t.Helper()
 	var ct, wb, rels strings.Builder
-	var parts []part
+	var parts []Part
 	for i, rows := range sheets {
 		n := i + 1
 		fmt.Fprintf(&ct, `<Override PartName="/xl/worksheets/sheet%d.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>`, n)
@@ -121,39 +125,39 @@ func xlsx(t testing.TB, sheets [][][]string) []byte {
 			}
 			data.WriteString("</row>")
 		}
-		parts = append(parts, part{name: fmt.Sprintf("xl/worksheets/sheet%d.xml", n), body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+		parts = append(parts, Part{Name: fmt.Sprintf("xl/worksheets/sheet%d.xml", n), Body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>` + data.String() + `</sheetData></worksheet>`})
 	}
-	return zipOf(t, append([]part{
-		{name: "[Content_Types].xml", body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+	return Zip(t, append([]Part{
+		{Name: "[Content_Types].xml", Body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">
 <Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>
 <Default Extension="xml" ContentType="application/xml"/>
 <Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>` + ct.String() + `</Types>`},
-		{name: "_rels/.rels", body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+		{Name: "_rels/.rels", Body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">
 <Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="xl/workbook.xml"/>
 </Relationships>`},
-		{name: "xl/workbook.xml", body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+		{Name: "xl/workbook.xml", Body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets>` + wb.String() + `</sheets></workbook>`},
-		{name: "xl/_rels/workbook.xml.rels", body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+		{Name: "xl/_rels/workbook.xml.rels", Body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">` + rels.String() + `</Relationships>`},
 	}, parts...)...)
 }
 
-// pptx is a presentation of one text box per slide (16:9).
-func pptx(t testing.TB, slides []string) []byte {
+// Pptx is a presentation of one text box per slide (16:9).
+func Pptx(t testing.TB, slides []string) []byte {
 	t.Helper()
 	const pNS = `xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships" xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main"`
 	var ct, ids, rels strings.Builder
-	parts := []part{
-		{name: "ppt/slideMasters/slideMaster1.xml", body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+	parts := []Part{
+		{Name: "ppt/slideMasters/slideMaster1.xml", Body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <p:sldMaster ` + pNS + `><p:cSld><p:spTree><p:nvGrpSpPr><p:cNvPr id="1" name=""/><p:cNvGrpSpPr/><p:nvPr/></p:nvGrpSpPr><p:grpSpPr/></p:spTree></p:cSld><p:clrMap bg1="lt1" tx1="dk1" bg2="lt2" tx2="dk2" accent1="accent1" accent2="accent2" accent3="accent3" accent4="accent4" accent5="accent5" accent6="accent6" hlink="hlink" folHlink="folHlink"/><p:sldLayoutIdLst><p:sldLayoutId id="2147483649" r:id="rId1"/></p:sldLayoutIdLst></p:sldMaster>`},
-		{name: "ppt/slideMasters/_rels/slideMaster1.xml.rels", body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+		{Name: "ppt/slideMasters/_rels/slideMaster1.xml.rels", Body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/slideLayout" Target="../slideLayouts/slideLayout1.xml"/></Relationships>`},
-		{name: "ppt/slideLayouts/slideLayout1.xml", body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+		{Name: "ppt/slideLayouts/slideLayout1.xml", Body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <p:sldLayout ` + pNS + `><p:cSld><p:spTree><p:nvGrpSpPr><p:cNvPr id="1" name=""/><p:cNvGrpSpPr/><p:nvPr/></p:nvGrpSpPr><p:grpSpPr/></p:spTree></p:cSld></p:sldLayout>`},
-		{name: "ppt/slideLayouts/_rels/slideLayout1.xml.rels", body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+		{Name: "ppt/slideLayouts/_rels/slideLayout1.xml.rels", Body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/slideMaster" Target="../slideMasters/slideMaster1.xml"/></Relationships>`},
 	}
 	for i, text := range slides {
@@ -162,35 +166,35 @@ func pptx(t testing.TB, slides []string) []byte {
 		fmt.Fprintf(&ids, `<p:sldId id="%d" r:id="rId%d"/>`, 255+n, n+1)
 		fmt.Fprintf(&rels, `<Relationship Id="rId%d" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/slide" Target="slides/slide%d.xml"/>`, n+1, n)
 		parts = append(parts,
-			part{name: fmt.Sprintf("ppt/slides/slide%d.xml", n), body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+			Part{Name: fmt.Sprintf("ppt/slides/slide%d.xml", n), Body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <p:sld ` + pNS + `><p:cSld><p:spTree><p:nvGrpSpPr><p:cNvPr id="1" name=""/><p:cNvGrpSpPr/><p:nvPr/></p:nvGrpSpPr><p:grpSpPr/>
 <p:sp><p:nvSpPr><p:cNvPr id="2" name="Text"/><p:cNvSpPr txBox="1"/><p:nvPr/></p:nvSpPr><p:spPr><a:xfrm><a:off x="838200" y="838200"/><a:ext cx="10515600" cy="1325563"/></a:xfrm><a:prstGeom prst="rect"><a:avLst/></a:prstGeom></p:spPr>
 <p:txBody><a:bodyPr/><a:lstStyle/><a:p><a:r><a:rPr lang="en-US" sz="4000"/><a:t>` + html.EscapeString(text) + `</a:t></a:r></a:p></p:txBody></p:sp></p:spTree></p:cSld></p:sld>`},
-			part{name: fmt.Sprintf("ppt/slides/_rels/slide%d.xml.rels", n), body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+			Part{Name: fmt.Sprintf("ppt/slides/_rels/slide%d.xml.rels", n), Body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/slideLayout" Target="../slideLayouts/slideLayout1.xml"/></Relationships>`})
 	}
-	return zipOf(t, append([]part{
-		{name: "[Content_Types].xml", body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+	return Zip(t, append([]Part{
+		{Name: "[Content_Types].xml", Body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">
 <Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>
 <Default Extension="xml" ContentType="application/xml"/>
 <Override PartName="/ppt/presentation.xml" ContentType="application/vnd.openxmlformats-officedocument.presentationml.presentation.main+xml"/>
 <Override PartName="/ppt/slideMasters/slideMaster1.xml" ContentType="application/vnd.openxmlformats-officedocument.presentationml.slideMaster+xml"/>
 <Override PartName="/ppt/slideLayouts/slideLayout1.xml" ContentType="application/vnd.openxmlformats-officedocument.presentationml.slideLayout+xml"/>` + ct.String() + `</Types>`},
-		{name: "_rels/.rels", body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+		{Name: "_rels/.rels", Body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">
 <Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="ppt/presentation.xml"/>
 </Relationships>`},
-		{name: "ppt/presentation.xml", body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+		{Name: "ppt/presentation.xml", Body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <p:presentation ` + pNS + `><p:sldMasterIdLst><p:sldMasterId id="2147483648" r:id="rId1"/></p:sldMasterIdLst><p:sldIdLst>` + ids.String() + `</p:sldIdLst><p:sldSz cx="12192000" cy="6858000"/><p:notesSz cx="6858000" cy="9144000"/></p:presentation>`},
-		{name: "ppt/_rels/presentation.xml.rels", body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+		{Name: "ppt/_rels/presentation.xml.rels", Body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/slideMaster" Target="slideMasters/slideMaster1.xml"/>` + rels.String() + `</Relationships>`},
 	}, parts...)...)
 }
 
-// odtContent is an ODF text document's content.xml of paragraphs, with
+// ODTContent is an ODF text document's content.xml of paragraphs, with
 // extra body markup (after the paragraphs) and scripts (office:scripts).
-func odtContent(paras []string, extra string) string {
+func ODTContent(paras []string, extra string) string {
 	var b strings.Builder
 	for _, p := range paras {
 		fmt.Fprintf(&b, "<text:p>%s</text:p>", html.EscapeString(p))
@@ -199,32 +203,32 @@ func odtContent(paras []string, extra string) string {
 <office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" xmlns:xlink="http://www.w3.org/1999/xlink" xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" xmlns:script="urn:oasis:names:tc:opendocument:xmlns:script:1.0" xmlns:ooo="http://openoffice.org/2004/office" office:version="1.3"><office:body><office:text>` + b.String() + extra + `</office:text></office:body></office:document-content>`
 }
 
-// odt is an ODF text document of content.xml and extra parts (listed in
+// ODT is an ODF text document of content.xml and extra parts (listed in
 // the manifest).
-func odt(t testing.TB, content string, extra ...part) []byte {
+func ODT(t testing.TB, content string, extra ...Part) []byte {
 	t.Helper()
 	var manifest strings.Builder
 	for _, p := range extra {
-		fmt.Fprintf(&manifest, `<manifest:file-entry manifest:full-path="%s" manifest:media-type="text/xml"/>`, p.name)
+		fmt.Fprintf(&manifest, `<manifest:file-entry manifest:full-path="%s" manifest:media-type="text/xml"/>`, p.Name)
 	}
-	parts := []part{
-		{name: "mimetype", body: "application/vnd.oasis.opendocument.text", store: true},
-		{name: "META-INF/manifest.xml", body: `<?xml version="1.0" encoding="UTF-8"?>
+	parts := []Part{
+		{Name: "mimetype", Body: "application/vnd.oasis.opendocument.text", Store: true},
+		{Name: "META-INF/manifest.xml", Body: `<?xml version="1.0" encoding="UTF-8"?>
 <manifest:manifest xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0" manifest:version="1.3">
 <manifest:file-entry manifest:full-path="/" manifest:media-type="application/vnd.oasis.opendocument.text"/>
 <manifest:file-entry manifest:full-path="content.xml" manifest:media-type="text/xml"/>` + manifest.String() + `</manifest:manifest>`},
-		{name: "content.xml", body: content},
+		{Name: "content.xml", Body: content},
 	}
-	return zipOf(t, append(parts, extra...)...)
+	return Zip(t, append(parts, extra...)...)
 }
 
-// encryptedODT is an ODF 1.2 text document whose content.xml is encrypted
+// EncryptedODT is an ODF 1.2 text document whose content.xml is encrypted
 // with password as LibreOffice does it (deflate, then AES-256-CBC with a
 // PBKDF2 key from the password's SHA-256): LibreOffice must ask for the
 // password, which the slot answers with "no".
-func encryptedODT(t testing.TB, password string) []byte {
+func EncryptedODT(t testing.TB, password string) []byte {
 	t.Helper()
-	content := []byte(odtContent([]string{"Top secret"}, ""))
+	content := []byte(ODTContent([]string{"Top secret"}, ""))
 	var z bytes.Buffer
 	fw, _ := flate.NewWriter(&z, flate.DefaultCompression)
 	fw.Write(content)
@@ -254,9 +258,9 @@ func encryptedODT(t testing.TB, password string) []byte {
 <manifest:start-key-generation manifest:start-key-generation-name="http://www.w3.org/2000/09/xmldsig#sha256" manifest:key-size="32"/>
 <manifest:key-derivation manifest:key-derivation-name="PBKDF2" manifest:key-size="32" manifest:iteration-count="1024" manifest:salt="%s"/>
 </manifest:encryption-data></manifest:file-entry></manifest:manifest>`, len(content), b64(sum[:]), b64(iv), b64(salt))
-	return zipOf(t,
-		part{name: "mimetype", body: "application/vnd.oasis.opendocument.text", store: true},
-		part{name: "META-INF/manifest.xml", body: manifest},
-		part{name: "content.xml", body: string(sealed), store: true},
+	return Zip(t,
+		Part{Name: "mimetype", Body: "application/vnd.oasis.opendocument.text", Store: true},
+		Part{Name: "META-INF/manifest.xml", Body: manifest},
+		Part{Name: "content.xml", Body: string(sealed), Store: true},
 	)
 }
