@@ -458,11 +458,18 @@ func (r MergeRequest) body(host bool) (func() (io.ReadCloser, string, error), er
 	if len(r.Files) == 0 {
 		return nil, errors.New("docrender: merge needs at least one PDF")
 	}
-	fields, err := optionsPart(r.Options, r.Options == nil, host)
+	return filesBody(r.Files, r.Options, r.Options == nil, host, recordParts(r.Attachments, r.EInvoiceXML))
+}
+
+// filesBody is the form of a request of files to convert or edit (merge,
+// office): the files under "files", the options (none: the caller set none)
+// with host, more parts after the files.
+func filesBody(files []Upload, options any, none, host bool, more []formFile) (func() (io.ReadCloser, string, error), error) {
+	fields, err := optionsPart(options, none, host)
 	if err != nil {
 		return nil, err
 	}
-	return multipartParts(fields, append(asParts(partFiles, "", r.Files), recordParts(r.Attachments, r.EInvoiceXML)...)), nil
+	return multipartParts(fields, append(asParts(partFiles, "", files), more...)), nil
 }
 
 // Merge merges PDFs (POST /pdf/merge) and returns the result.

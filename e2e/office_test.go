@@ -1,12 +1,15 @@
 package e2e
 
 import (
+	"errors"
+	"io"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	drclient "github.com/docrender/docrender/client"
 	"github.com/docrender/docrender/pkg/config"
 	"github.com/docrender/docrender/worker/office"
 	"github.com/docrender/docrender/worker/office/officetest"
@@ -293,4 +296,59 @@ func TestOfficeScaledOut(t *testing.T) {
 	if !strings.Contains(out, `"msg":"job done"`) || strings.Contains(out, "chromium started") {
 		t.Errorf("the office worker did not take the job alone:\n%s", tail(out, 2000))
 	}
+}
+
+// TestOfficeClientCLI: the Go client's Office and OfficeHosted, and
+// `docrender office` (one file, several as a ZIP, --merge, a refusal
+// naming the file) against the service.
+func TestOfficeClientCLI(t *testing.T) {
+	svc := officeService(t)
+	user := newClient(t, svc)
+	gc, err := drclient.New(svc.URL, drclient.WithAPIKey(user.Key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	d, err := gc.Office(ctx, drclient.OfficeRequest{
+		Files:   []drclient.Upload{drclient.UploadBytes("a.odt", notes(t, "CLIENTONE")), drclient.UploadBytes("b.docx", letter(t))},
+		Options: &drclient.OfficeOptions{Merge: true, Landscape: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pdf, err := io.ReadAll(d.Body)
+	d.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := info(t, pdf); got.Pages != 3 || got.Width <= got.Height || !inOrder(text(t, pdf), "CLIENTONE", "LETTERONE") {
+		t.Errorf("client merge: %+v, text %q", got, text(t, pdf))
+	}
+	h, err := gc.OfficeHosted(ctx, drclient.OfficeRequest{Files: []drclient.Upload{drclient.UploadBytes("c.csv", []byte("a,b\n1,2\n"))}})
+	if err != nil || h.PdfID == "" {
+		t.Fatalf("hosted: %+v, %v", h, err)
+	}
+	_, err = gc.Office(ctx, drclient.OfficeRequest{Files: []drclient.Upload{drclient.UploadBytes("fake.xlsx", []byte("text"))}})
+	var apiErr *drclient.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusBadRequest || !strings.Contains(apiErr.Message, "fake.xlsx") {
+		t.Errorf("bad file: %v", err)
+	}
+
+	c := &cli{t: t, bin: buildCLI(t), dir: t.TempDir(), env: map[string]string{"DOCRENDER_URL": svc.URL, "DOCRENDER_API_KEY": user.Key}}
+	c.write("memo.odt", string(notes(t, "CLIMEMO")))
+	c.write("letter.docx", string(letter(t)))
+	c.ok("office", "memo.odt")
+	if got := text(t, c.read("memo.pdf")); !strings.Contains(got, "CLIMEMO") {
+		t.Errorf("memo.pdf says %q", got)
+	}
+	c.ok("office", "memo.odt", "letter.docx")
+	if names, _ := unzip(t, c.read("documents.zip")); strings.Join(names, " ") != "memo.pdf letter.pdf" {
+		t.Errorf("documents.zip holds %v", names)
+	}
+	c.ok("office", "letter.docx", "memo.odt", "--merge", "--page-ranges", "1", "-o", "both.pdf")
+	if pdf := c.read("both.pdf"); info(t, pdf).Pages != 2 || !inOrder(text(t, pdf), "LETTERONE", "CLIMEMO") {
+		t.Errorf("both.pdf: %d pages, %q", info(t, pdf).Pages, text(t, pdf))
+	}
+	c.write("fake.pptx", "not a deck")
+	c.wantExit(2, []string{"fake.pptx"}, "office", "fake.pptx")
 }

@@ -67,6 +67,7 @@ func commandList() []command {
 		{"batch", "DIR | --template NAME[@VERSION] ROWS.jsonl|- [-o out.zip] [--option k=v ...] [--pdfa LEVEL] [--attach FILE ...] [--einvoice PROFILE] [--sign IDENTITY] [--host] [--progress auto|bar|plain|none] [--idempotency-key K]", "render every .html file of DIR, or a stored template per row of data, into one ZIP, showing progress", runBatch},
 		{"screenshot", "FILE|DIR|URL [--format png|jpeg|webp] [--quality 1-100] [--full-page | --clip X,Y,W,H] [--width N] [--height N] [--omit-background] [-o FILE] [--option k=v ...] [--host]", "capture an HTML file, a folder or a web page as an image", runScreenshot},
 		{"markdown", "FILE.md|DIR [--template template.html] [--no-outline] [-o out.pdf] [--option k=v ...] [--host]", "print a Markdown document (GitHub's dialect) as a PDF, its headings the outline", runMarkdown},
+		{"office", "FILE ... [--merge] [--landscape] [--page-ranges 1-3,5] [-o FILE] [--option k=v ...] [--pdfa LEVEL] [--attach FILE ...] [--sign IDENTITY] [--host]", "convert office documents (docx, xlsx, pptx, odt, rtf, csv, ...) to PDF: one each (a ZIP for several), or one merged PDF", runOffice},
 		{"inspect", "FILE", "say what a PDF is and claims (pages, sizes, tags, PDF/A and PDF/UA claims, fonts, attachments, signatures) as JSON", runInspect},
 		{"split", "FILE --ranges 1-3,4-9 | --every N [-o out.zip] [--name NAME] [--host]", "cut a PDF into several, a ZIP of PDFs", runSplit},
 		{"pages", "FILE [--select 3,1-2] [--rotate 2-3=90 ...] [--delete 4] [-o out.pdf] [--name NAME] [--host]", "select, reorder, rotate or delete a PDF's pages", runPages},
@@ -225,6 +226,18 @@ data and rendered; nothing but the data is sent:
   --idempotency-key K
                   as for render
 ` + fmt.Sprintf(recordHelp, "; the merged PDF is a PDF/A (--pdfa) whatever\n                  the inputs, or fails naming the rule an input breaks"),
+	"office": `Each FILE's extension says its format: docx, doc, xlsx, xls, pptx, ppt,
+odt, ods, odp, rtf, txt, csv and the other forms LibreOffice reads.
+
+  -o FILE         where to write (default: the file's name with .pdf for one
+                  file or with --merge, documents.zip for several; not
+                  overwritten if it exists; - for standard output)
+  --merge         one PDF of all the files, in the order given
+  --landscape     every page landscape
+  --page-ranges R the pages of each document, 1-3,5
+  --option k=v    fileName, userType, metadata.*, encryption.*, watermark.*
+  --host          store the result behind an expiring link and print the link
+` + fmt.Sprintf(recordHelp, ""),
 	"screenshot": `FILE, DIR and URL are sent as render sends them; the waits of render's
 options apply (--option waitForSelector=#ready, --option waitDelay=1s).
 

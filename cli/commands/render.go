@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -236,27 +237,13 @@ func place(tmp, out string, replace bool) error {
 
 // runMerge is `docrender merge a.pdf b.pdf ...`.
 func runMerge(ctx context.Context, a *app, args []string) error {
-	fs := newFlagSet("merge")
-	out := fs.String("o", "", "")
-	host := fs.Bool("host", false, "")
-	key := fs.String("idempotency-key", "", "")
-	var opts multiFlag
-	fs.Var(&opts, "option", "")
-	rec := addRecordFlags(fs)
-	pos, err := parseArgs(fs, args)
+	f := newFilesFlags("merge")
+	key := f.fs.String("idempotency-key", "", "")
+	pos, m, err := f.parse(args, reflect.TypeFor[client.MergeOptions](), "merge takes the PDFs to merge, in order")
 	if err != nil {
 		return err
 	}
-	if len(pos) == 0 {
-		return usageErrorf("merge takes the PDFs to merge, in order")
-	}
-	m, err := parseOptions(opts, reflect.TypeFor[client.MergeOptions]())
-	if err != nil {
-		return err
-	}
-	if err := rec.apply(m); err != nil {
-		return err
-	}
+	out, host, rec := f.out, f.host, f.rec
 	req := client.MergeRequest{IdempotencyKey: *key}
 	if req.Attachments, req.EInvoiceXML, err = rec.uploads(); err != nil {
 		return err
@@ -264,15 +251,8 @@ func runMerge(ctx context.Context, a *app, args []string) error {
 	if len(m) > 0 {
 		req.Options = &client.MergeOptions{Extra: m}
 	}
-	for _, p := range pos {
-		st, err := os.Stat(p)
-		if err != nil {
-			return inputErrorf("%v", err)
-		}
-		if st.IsDir() {
-			return inputErrorf("%s is a folder, not a PDF", p)
-		}
-		req.Files = append(req.Files, client.UploadFile(p, ""))
+	if req.Files, err = fileUploads(pos, "a PDF"); err != nil {
+		return err
 	}
 	c, err := a.client(needKey)
 	if err != nil {
@@ -281,6 +261,62 @@ func runMerge(ctx context.Context, a *app, args []string) error {
 	return a.deliver(*host, *out, mergedName,
 		func() (*client.Hosted, error) { return c.MergeHosted(ctx, req) },
 		func() (*client.Download, error) { return c.Merge(ctx, req) })
+}
+
+// filesFlags are the flags of a command that sends files with options
+// and the record flags (merge, office); a command adds its own to fs.
+type filesFlags struct {
+	fs   *flag.FlagSet
+	out  *string
+	host *bool
+	opts multiFlag
+	rec  *recordFlags
+}
+
+func newFilesFlags(name string) *filesFlags {
+	f := &filesFlags{fs: newFlagSet(name)}
+	f.out = f.fs.String("o", "", "")
+	f.host = f.fs.Bool("host", false, "")
+	f.fs.Var(&f.opts, "option", "")
+	f.rec = addRecordFlags(f.fs)
+	return f
+}
+
+// parse reads args: the files (none is a usage error saying none), and
+// the options of typ with the record flags' shorthands applied.
+func (f *filesFlags) parse(args []string, typ reflect.Type, none string) ([]string, map[string]any, error) {
+	pos, err := parseArgs(f.fs, args)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(pos) == 0 {
+		return nil, nil, usageErrorf("%s", none)
+	}
+	m, err := parseOptions(f.opts, typ)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := f.rec.apply(m); err != nil {
+		return nil, nil, err
+	}
+	return pos, m, nil
+}
+
+// fileUploads are the files named by paths, each a file (what: "a PDF"),
+// not a folder.
+func fileUploads(paths []string, what string) ([]client.Upload, error) {
+	var ups []client.Upload
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, inputErrorf("%v", err)
+		}
+		if st.IsDir() {
+			return nil, inputErrorf("%s is a folder, not %s", p, what)
+		}
+		ups = append(ups, client.UploadFile(p, ""))
+	}
+	return ups, nil
 }
 
 // mergedName is where merge writes without -o.
