@@ -1,5 +1,6 @@
 # syntax=docker/dockerfile:1
-# bin/worker: Chromium, the fonts documents expect, and the worker binary.
+# bin/worker: Chromium, LibreOffice, the fonts documents expect, and the
+# worker binary. Which of its engines a worker uses is DOCRENDER_WORKER_KINDS.
 # Build from the repository root:
 #   docker build -f deploy/worker.Dockerfile -t docrender/worker .
 ARG GO_VERSION=1.26
@@ -21,12 +22,19 @@ RUN --mount=type=cache,target=/root/go/pkg/mod --mount=type=cache,target=/root/.
     cd worker && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/worker ./cmd/worker
 
 FROM debian:bookworm-slim
-# The same browser and fonts as scripts/setup: Latin metric-compatible
-# fonts (Arial/Times/Courier), Noto for other scripts, CJK and colour emoji.
-# tini reaps Chromium's child processes (the worker is not an init).
+# The same browser, LibreOffice and fonts as scripts/setup: Latin
+# metric-compatible fonts (Arial/Times/Courier; Carlito and Caladea for
+# Calibri and Cambria, so a docx keeps its line breaks), Noto for other
+# scripts, CJK and colour emoji. LibreOffice without its GUI or Java (no
+# format we take needs it), driven over UNO by python3-uno; util-linux's
+# unshare gives each slot a network namespace where user namespaces are
+# allowed. tini reaps Chromium's and LibreOffice's child processes (the
+# worker is not an init).
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       chromium fonts-liberation2 fonts-noto-core fonts-noto-cjk fonts-noto-color-emoji \
+      libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui python3-uno \
+      fonts-crosextra-carlito fonts-crosextra-caladea util-linux \
       ca-certificates tini \
  && rm -rf /var/lib/apt/lists/*
 # Not root (as root the worker would start Chromium as
@@ -36,6 +44,7 @@ RUN apt-get update \
 RUN useradd --system --uid 10001 --user-group --create-home --home-dir /home/docrender docrender
 COPY --from=build /out/worker /usr/local/bin/worker
 ENV DOCRENDER_CHROMIUM_PATH=/usr/bin/chromium \
+    DOCRENDER_OFFICE_PATH=/usr/bin/soffice \
     DOCRENDER_WORKER_ADDR=:9090 \
     DOCRENDER_DATA_DIR=/tmp/docrender
 USER 10001:10001

@@ -68,8 +68,8 @@ func TestManifestsAreValid(t *testing.T) {
 			}
 		}
 	}
-	want := map[string]int{"Namespace": 1, "ConfigMap": 1, "Secret": 1, "Deployment": 3, "Service": 1,
-		"ScaledObject": 2, "HorizontalPodAutoscaler": 1, "PodDisruptionBudget": 1}
+	want := map[string]int{"Namespace": 1, "ConfigMap": 1, "Secret": 1, "Deployment": 4, "Service": 1,
+		"ScaledObject": 3, "HorizontalPodAutoscaler": 1, "PodDisruptionBudget": 1}
 	for kind, n := range want {
 		if kinds[kind] != n {
 			t.Errorf("%d valid %s objects, want %d (all: %v)", kinds[kind], kind, n, kinds)
@@ -219,9 +219,9 @@ func container(t *testing.T, d object) object {
 // references that resolve, non-root pods.
 func TestManifestsFitTogether(t *testing.T) {
 	objs := objects(t)
-	gw, wk, wkPDF := objs["Deployment/docrender-gateway"], objs["Deployment/docrender-worker"], objs["Deployment/docrender-worker-pdf"]
+	gw, wk, wkPDF, wkOffice := objs["Deployment/docrender-gateway"], objs["Deployment/docrender-worker"], objs["Deployment/docrender-worker-pdf"], objs["Deployment/docrender-worker-office"]
 	svc := objs["Service/docrender-gateway"]
-	if gw == nil || wk == nil || wkPDF == nil || svc == nil {
+	if gw == nil || wk == nil || wkPDF == nil || wkOffice == nil || svc == nil {
 		t.Fatalf("missing objects; have %v", keys(objs))
 	}
 	for _, tc := range []struct {
@@ -232,6 +232,7 @@ func TestManifestsFitTogether(t *testing.T) {
 		{gw, 8080, "http", "DOCRENDER_ADDR"},
 		{wk, 9090, "ops", "DOCRENDER_WORKER_ADDR"},
 		{wkPDF, 9090, "ops", "DOCRENDER_WORKER_ADDR"},
+		{wkOffice, 9090, "ops", "DOCRENDER_WORKER_ADDR"},
 	} {
 		name := tc.deploy.str("metadata", "name")
 		c := container(t, tc.deploy)
@@ -282,7 +283,7 @@ func TestManifestsFitTogether(t *testing.T) {
 	}
 	// Each worker kind (DESIGN §1, §11) has its Deployment taking that kind
 	// alone and its autoscaler on that kind's backlog.
-	for kind, d := range map[string]object{"chromium": wk, "pdf": wkPDF} {
+	for kind, d := range map[string]object{"chromium": wk, "pdf": wkPDF, "office": wkOffice} {
 		name := d.str("metadata", "name")
 		if got := envValue(container(t, d), "DOCRENDER_WORKER_KINDS"); got != kind {
 			t.Errorf("%s: DOCRENDER_WORKER_KINDS=%q, want %s", name, got, kind)
