@@ -714,3 +714,32 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatalf("the page reported:\n%s", strings.Join(probs, "\n"))
 	}
 }
+
+// signUp creates an account named after who in the dashboard's form and
+// waits for the signed-in page; it returns the email.
+func (d *dashboard) signUp(who string) string {
+	d.t.Helper()
+	userSeq.Lock()
+	userSeq.n++
+	email := fmt.Sprintf("%s%d@example.com", who, userSeq.n)
+	userSeq.Unlock()
+	d.p.MustElement("#auth-email").MustInput(email)
+	d.p.MustElement("#auth-password").MustInput("a long password")
+	d.p.MustElement("#signup").MustClick()
+	d.p.MustElement("#app").MustWaitVisible()
+	d.waitText("#who-email", email)
+	return email
+}
+
+// tempWriter writes files into a folder of the test's and returns their
+// paths (for a file input's MustSetFiles).
+func tempWriter(t *testing.T) func(name string, data []byte) string {
+	dir := t.TempDir()
+	return func(name string, data []byte) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+}

@@ -352,3 +352,26 @@ func TestOfficeClientCLI(t *testing.T) {
 	c.write("fake.pptx", "not a deck")
 	c.wantExit(2, []string{"fake.pptx"}, "office", "fake.pptx")
 }
+
+// TestDashboardTryOffice: the dashboard's render form takes office
+// documents (issue 26 item 7): a docx and an odt become a ZIP of a PDF
+// each, and with {"merge":true} one PDF, in headless Chromium under the
+// page's CSP; no script error.
+func TestDashboardTryOffice(t *testing.T) {
+	svc := officeService(t)
+	d := openDashboard(t, svc)
+	p := d.p
+	d.signUp("office")
+	write := tempWriter(t)
+	files := []string{write("letter.docx", letter(t)), write("memo.odt", notes(t, "DASHMEMO"))}
+	p.MustElement("#render-files").MustSetFiles(files...)
+	p.MustElement("#render-submit").MustClick()
+	d.waitJS(60*time.Second, `() => document.getElementById('render-link').textContent.startsWith('Download documents.zip')`)
+
+	p.MustElement("#render-options").MustInput(`{"merge":true,"fileName":"both"}`)
+	p.MustElement("#render-submit").MustClick()
+	d.waitJS(60*time.Second, `() => document.getElementById('render-link').textContent.startsWith('Download both.pdf')`)
+	if problems := d.takeProblems(); len(problems) > 0 {
+		t.Errorf("the page reported %q", problems)
+	}
+}

@@ -12,8 +12,6 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -419,24 +417,8 @@ func TestDashboardTryScreenshotAndText(t *testing.T) {
 	svc := sharedService(t)
 	d := openDashboard(t, svc)
 	p := d.p
-	userSeq.Lock()
-	userSeq.n++
-	email := fmt.Sprintf("shots%d@example.com", userSeq.n)
-	userSeq.Unlock()
-	p.MustElement("#auth-email").MustInput(email)
-	p.MustElement("#auth-password").MustInput("a long password")
-	p.MustElement("#signup").MustClick()
-	p.MustElement("#app").MustWaitVisible()
-	d.waitText("#who-email", email)
-
-	dir := t.TempDir()
-	write := func(name string, data []byte) string {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
+	d.signUp("shots")
+	write := tempWriter(t)
 	p.MustElement("#shot-files").MustSetFiles(write("index.html", []byte(shotPage)))
 	p.MustElement("#shot-width").MustInput("320")
 	p.MustElement("#shot-height").MustInput("200")

@@ -344,6 +344,10 @@
     return m && m[1] ? m[1] : 'document.pdf';
   }
 
+  // officeFile matches the names of the office documents POST /pdf/office
+  // takes (their extension says their format).
+  const officeFile = /\.(docx|docm|dotx|doc|dot|xlsx|xlsm|xltx|xls|xlt|pptx|pptm|ppsx|potx|ppt|pps|pot|odt|ott|ods|ots|odp|otp|odg|fodt|fods|fodp|rtf|txt|csv)$/;
+
   $('render-form').addEventListener('submit', async (ev) => {
     ev.preventDefault();
     clearRender();
@@ -375,15 +379,19 @@
     if (Object.keys(opts).length) form.append('options', JSON.stringify(opts));
     for (const f of files) form.append('files', f, f.name);
     // Markdown without a page of HTML (template.html aside) is printed by
-    // POST /pdf/markdown; anything else is generate's.
+    // POST /pdf/markdown; office documents alone are converted by POST
+    // /pdf/office (one PDF each, a ZIP for several; merge:true in the
+    // options for one PDF); anything else is generate's.
     const names = Array.from(files, (f) => f.name.toLowerCase());
     const markdown = names.some((n) => /\.(md|markdown)$/.test(n)) && !names.some((n) => /\.html?$/.test(n) && n !== 'template.html');
-    status('render-status', 'Rendering…');
+    const office = names.every((n) => officeFile.test(n));
+    const route = office ? '/pdf/office' : markdown ? '/pdf/markdown' : '/pdf/generate';
+    status('render-status', office ? 'Converting…' : 'Rendering…');
     const gen = state.gen;
     try {
       await busy($('render-submit'), async () => {
         // No key: /pdf/* takes the session cookie when none is sent (spec §5).
-        const resp = await fetch(markdown ? '/pdf/markdown' : '/pdf/generate', { method: 'POST', body: form, credentials: 'same-origin', signal: state.abort.signal });
+        const resp = await fetch(route, { method: 'POST', body: form, credentials: 'same-origin', signal: state.abort.signal });
         if (!resp.ok) throw await errorOf(resp);
         const link = $('render-link');
         if ((resp.headers.get('Content-Type') || '').startsWith('application/json')) {
