@@ -40,9 +40,6 @@ func Inspect(ctx context.Context, name string, rs io.ReadSeeker) (*jobspb.Inspec
 	// pdfcpu's VALIDATE mode spends seconds on some malformed files
 	// (FuzzInspect ran at 0 execs/s with it); its info mode reads as
 	// merge does.
-	if err := checkClientInput(ctx, name, rs); err != nil {
-		return nil, err
-	}
 	pc, err := readPDF(ctx, name, rs, newConf(model.LISTINFO))
 	var bad *BadInputError
 	if errors.As(err, &bad) && bad.encrypted() {

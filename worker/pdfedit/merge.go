@@ -48,11 +48,6 @@ func Merge(ctx context.Context, inputs []Input, w io.Writer) (pages int, err err
 		ctx = context.Background()
 	}
 
-	for _, in := range inputs {
-		if err := checkClientInput(ctx, in.Name, in.R); err != nil {
-			return 0, err
-		}
-	}
 	pcs, err := readAll(ctx, inputs)
 	if err != nil {
 		return 0, err

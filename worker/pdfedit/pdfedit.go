@@ -163,31 +163,6 @@ func inMemory(name string, rs io.ReadSeeker) (io.ReadSeeker, error) {
 	return bytes.NewReader(buf.Bytes()), nil
 }
 
-// checkClientInput bounds what a client's PDF inflates to
-// (checkInflation) before pdfcpu, which keeps what it decodes, reads it:
-// merge and inspect take the client's files; the other edits read the
-// worker's own output. rs is rewound; a refusal names the file.
-func checkClientInput(ctx context.Context, name string, rs io.ReadSeeker) error {
-	if rs == nil {
-		return nil // readPDF says what is wrong with it
-	}
-	data, err := io.ReadAll(rs)
-	if err != nil {
-		return fmt.Errorf("pdfedit: read %q: %w", name, err)
-	}
-	if _, err := rs.Seek(0, io.SeekStart); err != nil {
-		return fmt.Errorf("pdfedit: rewind %q: %w", name, err)
-	}
-	err = checkInflation(ctx, data)
-	var bad *BadInputError
-	if errors.As(err, &bad) && bad.Name == "" {
-		named := *bad
-		named.Name = name
-		return &named
-	}
-	return err
-}
-
 // readPDF reads and validates one input into a pdfcpu context. Any failure
 // caused by the bytes themselves, including a pdfcpu panic, is a
 // *BadInputError naming the input; cancellation returns ctx's error.
