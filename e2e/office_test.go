@@ -375,3 +375,34 @@ func TestDashboardTryOffice(t *testing.T) {
 		t.Errorf("the page reported %q", problems)
 	}
 }
+
+// TestOfficeHostile (issue 26 item 4) through the service: a zip bomb
+// declaring a gigabyte is a 400 naming it before LibreOffice sees it; one
+// under the declared bound that would take LibreOffice minutes is a 500
+// within the render timeout, for that request alone: the next document
+// converts. Neither counts a conversion.
+func TestOfficeHostile(t *testing.T) {
+	needOffice(t)
+	svc := startService(t, func(c *config.Config) {
+		c.WorkerKinds = []string{"pdf", "office"}
+		c.RenderTimeout = 3 * time.Second
+	})
+	c := newClient(t, svc)
+	e := expectError(t, c.office([]file{officeFile("bomb.docx", officetest.BombDocx(t, 1<<30, " "))}, nil), http.StatusBadRequest, "BAD_REQUEST")
+	if e.Field != "files" || !strings.Contains(e.Message, "bomb.docx") || !strings.Contains(e.Message, "inflate") {
+		t.Errorf("declared bomb: field %q, message %q", e.Field, e.Message)
+	}
+	start := time.Now()
+	e = expectError(t, c.office([]file{officeFile("paragraphs.docx", officetest.BombDocx(t, 200<<20, `<w:p><w:r><w:t>bomb</w:t></w:r></w:p>`))}, nil), http.StatusInternalServerError, "INTERNAL_SERVER_ERROR")
+	if d := time.Since(start); d > 20*time.Second || !strings.Contains(e.Message, "paragraphs.docx") {
+		t.Errorf("paragraph bomb: %q after %v", e.Message, d)
+	}
+	resp := c.office([]file{officeFile("next.odt", notes(t, "NEXTDOC"))}, nil)
+	mustStatus(t, resp, http.StatusOK)
+	if txt := text(t, readAll(t, resp)); !strings.Contains(txt, "NEXTDOC") {
+		t.Errorf("next text %q", txt)
+	}
+	if got := c.usage(); got != 1 {
+		t.Errorf("usage %d, want the next document's 1", got)
+	}
+}

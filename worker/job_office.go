@@ -155,9 +155,10 @@ func officeFailure(err error) (*jobspb.Result, error) {
 	case errors.As(err, &bad):
 		return filesFailure(fmt.Sprintf("Invalid office file %q: %s.", bad.File, strings.TrimRight(bad.Reason, ". "))), nil
 	case errors.Is(err, office.ErrTimeout):
-		return failure(jobspb.ErrorKind_ERROR_KIND_TIMEOUT, sentence(err.Error())), nil
+		// The engine's error names the file first ("a.docx: LibreOffice ...").
+		return failure(jobspb.ErrorKind_ERROR_KIND_TIMEOUT, sentence("Could not convert "+err.Error())), nil
 	case errors.Is(err, office.ErrCrashed):
-		return failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, sentence(err.Error())), nil
+		return failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, sentence("Could not convert "+err.Error())), nil
 	}
 	return nil, err
 }

@@ -294,3 +294,50 @@ func mustMarshal(t *testing.T, job *jobspb.Job) []byte {
 	}
 	return data
 }
+
+// TestTakers: a kind with no worker has no takers; a worker of the kind,
+// idle (its slots' pull requests waiting) or busy (a job in hand), counts;
+// once it stops, the kind has none again within TakersWait.
+func TestTakers(t *testing.T) {
+	c := embedded(t, 100)
+	ctx := context.Background()
+	if n, err := c.Takers(ctx, jobspb.KindOffice); err != nil || n != 0 {
+		t.Fatalf("no worker: %d takers, %v", n, err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	release := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = c.ConsumeKinds(wctx, map[string]int{jobspb.KindOffice: 1}, func(context.Context, *jobspb.Job, Delivery) (*jobspb.Result, error) {
+			<-release
+			return &jobspb.Result{}, nil
+		}, nil)
+	}()
+	takers := func() int {
+		n, err := c.Takers(ctx, jobspb.KindOffice)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	waitFor(t, "an idle worker's pull", func() bool { return takers() > 0 })
+	if n, _ := c.Takers(ctx, jobspb.KindChromium); n != 0 {
+		t.Errorf("the chromium kind has %d takers with only an office worker", n)
+	}
+	job := &jobspb.Job{Id: "office", Kind: &jobspb.Job_Office{Office: &jobspb.OfficeJob{}}}
+	if err := c.Publish(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	// Busy: its one slot holds the job, no pull waits, yet it counts.
+	for range 5 {
+		time.Sleep(TakersWait / 4)
+		if takers() == 0 {
+			t.Fatal("a busy worker counts no taker")
+		}
+	}
+	close(release)
+	stop()
+	<-done
+	waitFor(t, "no takers once the worker stopped", func() bool { return takers() == 0 })
+}

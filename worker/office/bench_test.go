@@ -3,11 +3,12 @@ package office
 import (
 	"context"
 	"fmt"
-	"github.com/docrender/docrender/worker/office/officetest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/docrender/docrender/worker/office/officetest"
 )
 
 // benchDocs are issue 26's benchmark documents: a 10-page docx and a

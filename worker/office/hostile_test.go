@@ -1,14 +1,10 @@
 package office
 
 import (
-	"archive/zip"
 	"bytes"
-	"compress/flate"
 	"context"
 	"errors"
 	"fmt"
-	"github.com/docrender/docrender/worker/office/officetest"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/docrender/docrender/worker/office/officetest"
 )
 
 // macroODT is a text document whose Basic macro, bound to the document's
@@ -165,42 +163,13 @@ func TestNoNetwork(t *testing.T) {
 	t.Logf("control: plain soffice made %d request(s) for the same documents", hits.Load())
 }
 
-// bombDocx is a docx whose document.xml inflates to size bytes of rep.
-func bombDocx(t testing.TB, size int, rep string) []byte {
-	var b bytes.Buffer
-	zw := zip.NewWriter(&b)
-	zw.RegisterCompressor(zip.Deflate, func(w io.Writer) (io.WriteCloser, error) {
-		return flate.NewWriter(w, flate.BestCompression)
-	})
-	small := officetest.Docx(t, "", "")
-	zr, _ := zip.NewReader(bytes.NewReader(small), int64(len(small)))
-	for _, f := range zr.File {
-		if f.Name == "word/document.xml" {
-			continue
-		}
-		w, _ := zw.Create(f.Name)
-		r, _ := f.Open()
-		io.Copy(w, r)
-		r.Close()
-	}
-	w, _ := zw.Create("word/document.xml")
-	io.WriteString(w, `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document `+officetest.WNS+`><w:body>`)
-	chunk := []byte(strings.Repeat(rep, 1<<16/len(rep)))
-	for n := 0; n < size; n += len(chunk) {
-		w.Write(chunk)
-	}
-	io.WriteString(w, `</w:body></w:document>`)
-	zw.Close()
-	return b.Bytes()
-}
-
 // TestZipBomb: a docx declaring gigabytes is refused before any slot sees
 // it; one that stays under the declared bound but would take LibreOffice
 // minutes and gigabytes is cut by the time bound, and the next converts.
 func TestZipBomb(t *testing.T) {
 	needOffice(t)
 	e := newEngine(t, Config{Slots: 1, Timeout: 5 * time.Second, MaxMemory: 4 << 30})
-	big := bombDocx(t, 1<<30, " ")
+	big := officetest.BombDocx(t, 1<<30, " ")
 	t.Logf("declared bomb: %d bytes inflating to 1 GiB", len(big))
 	_, _, err := e.Convert(context.Background(), Input{"bomb.docx", big}, Options{})
 	var bad *BadInputError
@@ -208,7 +177,7 @@ func TestZipBomb(t *testing.T) {
 		t.Fatalf("want a *BadInputError about inflating, got %v", err)
 	}
 
-	paras := bombDocx(t, 200<<20, `<w:p><w:r><w:t>bomb</w:t></w:r></w:p>`)
+	paras := officetest.BombDocx(t, 200<<20, `<w:p><w:r><w:t>bomb</w:t></w:r></w:p>`)
 	t.Logf("paragraph bomb: %d bytes inflating to 200 MiB", len(paras))
 	began := time.Now()
 	_, _, err = e.Convert(context.Background(), Input{"paragraphs.docx", paras}, Options{})

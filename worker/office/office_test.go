@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/docrender/docrender/worker/office/officetest"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/docrender/docrender/worker/office/officetest"
 )
 
 // shared is one engine of 2 slots for the tests that only convert: a slot

@@ -17,6 +17,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"html"
+	"io"
 	"strings"
 	"testing"
 )
@@ -263,4 +264,34 @@ func EncryptedODT(t testing.TB, password string) []byte {
 		Part{Name: "META-INF/manifest.xml", Body: manifest},
 		Part{Name: "content.xml", Body: string(sealed), Store: true},
 	)
+}
+
+// BombDocx is a docx whose document.xml inflates to size bytes of rep.
+func BombDocx(t testing.TB, size int, rep string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw := zip.NewWriter(&b)
+	zw.RegisterCompressor(zip.Deflate, func(w io.Writer) (io.WriteCloser, error) {
+		return flate.NewWriter(w, flate.BestCompression)
+	})
+	small := Docx(t, "", "")
+	zr, _ := zip.NewReader(bytes.NewReader(small), int64(len(small)))
+	for _, f := range zr.File {
+		if f.Name == "word/document.xml" {
+			continue
+		}
+		w, _ := zw.Create(f.Name)
+		r, _ := f.Open()
+		io.Copy(w, r)
+		r.Close()
+	}
+	w, _ := zw.Create("word/document.xml")
+	io.WriteString(w, `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document `+WNS+`><w:body>`)
+	chunk := []byte(strings.Repeat(rep, 1<<16/len(rep)))
+	for n := 0; n < size; n += len(chunk) {
+		w.Write(chunk)
+	}
+	io.WriteString(w, `</w:body></w:document>`)
+	zw.Close()
+	return b.Bytes()
 }
