@@ -19,8 +19,14 @@ import (
 	"html"
 	"io"
 	"strings"
-	"testing"
 )
+
+// T is what the builders need of a test: testing.TB has it, and so can a
+// benchmark program that is not a test.
+type T interface {
+	Helper()
+	Fatal(args ...any)
+}
 
 // Part is one file of a ZIP package.
 type Part struct {
@@ -30,7 +36,7 @@ type Part struct {
 }
 
 // Zip is a ZIP package of parts, in order.
-func Zip(t testing.TB, parts ...Part) []byte {
+func Zip(t T, parts ...Part) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	zw := zip.NewWriter(&b)
@@ -84,7 +90,7 @@ func DocxBody(paras []Para) string {
 // Docx is a Word document of body (document.xml's <w:body> content), with
 // extra parts and relationships (document.xml.rels entries) when given.
 // sectPr: A4 portrait, so page sizes are known.
-func Docx(t testing.TB, body string, rels string, extra ...Part) []byte {
+func Docx(t T, body string, rels string, extra ...Part) []byte {
 	t.Helper()
 	parts := []Part{
 		{Name: "[Content_Types].xml", Body: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
@@ -109,7 +115,7 @@ func Docx(t testing.TB, body string, rels string, extra ...Part) []byte {
 }
 
 // Xlsx is a workbook of sheets, each a list of rows of inline strings.
-func Xlsx(t testing.TB, sheets [][][]string) []byte {
+func Xlsx(t T, sheets [][][]string) []byte {
 	t.Helper()
 	var ct, wb, rels strings.Builder
 	var parts []Part
@@ -147,7 +153,7 @@ func Xlsx(t testing.TB, sheets [][][]string) []byte {
 }
 
 // Pptx is a presentation of one text box per slide (16:9).
-func Pptx(t testing.TB, slides []string) []byte {
+func Pptx(t T, slides []string) []byte {
 	t.Helper()
 	const pNS = `xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships" xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main"`
 	var ct, ids, rels strings.Builder
@@ -206,7 +212,7 @@ func ODTContent(paras []string, extra string) string {
 
 // ODT is an ODF text document of content.xml and extra parts (listed in
 // the manifest).
-func ODT(t testing.TB, content string, extra ...Part) []byte {
+func ODT(t T, content string, extra ...Part) []byte {
 	t.Helper()
 	var manifest strings.Builder
 	for _, p := range extra {
@@ -227,7 +233,7 @@ func ODT(t testing.TB, content string, extra ...Part) []byte {
 // with password as LibreOffice does it (deflate, then AES-256-CBC with a
 // PBKDF2 key from the password's SHA-256): LibreOffice must ask for the
 // password, which the slot answers with "no".
-func EncryptedODT(t testing.TB, password string) []byte {
+func EncryptedODT(t T, password string) []byte {
 	t.Helper()
 	content := []byte(ODTContent([]string{"Top secret"}, ""))
 	var z bytes.Buffer
@@ -267,7 +273,7 @@ func EncryptedODT(t testing.TB, password string) []byte {
 }
 
 // BombDocx is a docx whose document.xml inflates to size bytes of rep.
-func BombDocx(t testing.TB, size int, rep string) []byte {
+func BombDocx(t T, size int, rep string) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	zw := zip.NewWriter(&b)
