@@ -386,8 +386,16 @@ func TestOfficeHostile(t *testing.T) {
 	svc := startService(t, func(c *config.Config) {
 		c.WorkerKinds = []string{"pdf", "office"}
 		c.RenderTimeout = 3 * time.Second
+		hobby := c.Plans["hobby"]
+		hobby.MaxPages = 3 // the plan's pages bound office documents too
+		c.Plans["hobby"] = hobby
 	})
 	c := newClient(t, svc)
+	tooMany := expectError(t, c.office([]file{officeFile("a.docx", letter(t)), officeFile("b.docx", letter(t))}, map[string]any{"merge": true}),
+		http.StatusUnprocessableEntity, "DOCUMENT_TOO_LARGE")
+	if !strings.Contains(tooMany.Message, "4 pages") {
+		t.Errorf("past the plan's pages: %q", tooMany.Message)
+	}
 	e := expectError(t, c.office([]file{officeFile("bomb.docx", officetest.BombDocx(t, 1<<30, " "))}, nil), http.StatusBadRequest, "BAD_REQUEST")
 	if e.Field != "files" || !strings.Contains(e.Message, "bomb.docx") || !strings.Contains(e.Message, "inflate") {
 		t.Errorf("declared bomb: field %q, message %q", e.Field, e.Message)

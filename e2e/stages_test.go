@@ -68,6 +68,14 @@ func TestStages(t *testing.T) {
 		t.Errorf("batch document: %s pages, %q", got, pageText(t, doc, 1))
 	}
 
+	// A document's own steps cannot leave out the batch's watermark.
+	e := expectError(t, c.batch(map[string]any{"documents": []map[string]any{{"fileName": "one", "htmlContent": html,
+		"stages": []map[string]any{{"op": "pdfa", "level": "2b"}}}},
+		"options": map[string]any{"watermark": map[string]any{"text": "DRAFT"}}}), http.StatusBadRequest, "BAD_REQUEST")
+	if e.Field != "documents[0].stages" {
+		t.Errorf("a document's steps without the batch's watermark: field %q", e.Field)
+	}
+
 	// The order rules (DESIGN §11): each a 400 naming the step.
 	for _, tc := range []struct{ options, field string }{
 		{`{"stages":[{"op":"sign","identity":"x"},{"op":"metadata","title":"T"}]}`, "stages[1].op"},

@@ -71,6 +71,10 @@ func (w *Worker) handleOffice(ctx context.Context, job *jobspb.Job) (*jobspb.Res
 	if err != nil {
 		return officeFailure(err)
 	}
+	if sum := sumPages(pages); oj.MaxPages > 0 && sum > int(oj.MaxPages) {
+		return failure(jobspb.ErrorKind_ERROR_KIND_TOO_LARGE, fmt.Sprintf(
+			"The documents have %d pages together, more than %d, the most this account's plan renders.", sum, oj.MaxPages)), nil
+	}
 	if oj.Merge && len(pdfs) > 1 {
 		var merged bytes.Buffer
 		mctx, span := tracing.Child(ctx, "merge")
@@ -189,4 +193,12 @@ func officeSteps(oj *jobspb.OfficeJob) steps {
 func (s steps) onlyPDFA() bool {
 	return !s.ordered && s.wm == nil && s.info == nil && s.enc == nil &&
 		proto.Equal(s.rec, &jobspb.Record{Pdfa: s.rec.GetPdfa()})
+}
+
+func sumPages(pages []int) int {
+	n := 0
+	for _, p := range pages {
+		n += p
+	}
+	return n
 }

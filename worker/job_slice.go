@@ -178,6 +178,14 @@ func (f *sliceFarm) Result(ctx context.Context, s render.Slice) ([]byte, bool, e
 		return nil, false, nil
 	}
 	pdf, err := blob.ReadAll(ctx, f.w.blobs, f.pdfKey(s), f.w.sliceLimit())
+	if errors.Is(err, blob.ErrNotFound) {
+		// A mark whose PDF is gone (a try of the job before this one
+		// closed its farm): the slice is free again.
+		if _, err := f.st.Swap(ctx, f.claimKey(s), sliceDone, nil, 0); err != nil {
+			return nil, false, err
+		}
+		return nil, true, nil
+	}
 	if err != nil {
 		return nil, false, fmt.Errorf("worker: read slice PDF: %w", err)
 	}
@@ -214,9 +222,12 @@ func (w *Worker) sliceLimit() int64 {
 }
 
 // handleSlice prints one slice of another job's document, unless that job
-// or another printer has it. Whatever goes wrong here, the job prints the
-// slice itself: a failure releases it and is not retried.
-func (w *Worker) handleSlice(ctx context.Context, job *jobspb.Job, sj *jobspb.SliceJob) (*jobspb.Result, error) {
+// or another printer has it. The slice is claimed only once this worker
+// has a tab for it: a claim held while waiting for a tab would keep the
+// job from taking the slice back. Whatever goes wrong here (a panic too),
+// the claim is released and the job prints the slice itself; nothing is
+// retried.
+func (w *Worker) handleSlice(ctx context.Context, job *jobspb.Job, sj *jobspb.SliceJob) (_ *jobspb.Result, err error) {
 	done := &jobspb.Result{}
 	f := w.newSliceFarm(&jobspb.Job{Id: sj.ParentId})
 	var deadline time.Time
@@ -230,32 +241,69 @@ func (w *Worker) handleSlice(ctx context.Context, job *jobspb.Job, sj *jobspb.Sl
 		// Its job is on this worker: its tabs print it.
 		return done, nil
 	}
-	s := render.Slice{Index: int(sj.Index), Key: sj.Key}
-	ok, err := f.Claim(ctx, s)
-	if err != nil {
-		return nil, fmt.Errorf("worker: claim slice: %w", err)
-	}
-	if !ok {
+	if err := checkSliceJob(job, sj); err != nil {
+		w.log.ErrorContext(ctx, "dropping a slice job that is not one of ours", "err", err)
 		return done, nil
 	}
-	w.log.InfoContext(ctx, "printing slice", "parent_id", sj.ParentId, "slice", s.Index+1)
-	pdf, err := w.printSlice(ctx, sj, deadline)
-	if err != nil {
-		f.Release(context.WithoutCancel(ctx), s)
+	s := render.Slice{Index: int(sj.Index), Key: sj.Key}
+	claimed, finished := false, false
+	defer func() {
+		if p := recover(); p != nil {
+			w.log.ErrorContext(ctx, "printing a slice panicked; its job prints it", "parent_id", sj.ParentId, "slice", s.Index+1, "panic", p)
+			err = nil
+		}
+		if claimed && !finished {
+			f.Release(context.WithoutCancel(ctx), s)
+		}
+	}()
+	claim := func() (bool, error) {
+		ok, err := f.Claim(ctx, s)
+		claimed = ok
+		if ok {
+			w.log.InfoContext(ctx, "printing slice", "parent_id", sj.ParentId, "slice", s.Index+1)
+		}
+		return ok, err
+	}
+	pdf, err := w.printSlice(ctx, sj, deadline, claim)
+	switch {
+	case errors.Is(err, render.ErrSliceTaken):
+		return done, nil
+	case err != nil:
 		w.log.WarnContext(ctx, "slice not printed here; its job prints it", "parent_id", sj.ParentId, "slice", s.Index+1, "err", err)
 		return done, nil
 	}
 	if err := f.Finish(ctx, s, pdf); err != nil {
-		f.Release(context.WithoutCancel(ctx), s)
 		w.log.WarnContext(ctx, "slice printed but not stored; its job prints it", "parent_id", sj.ParentId, "slice", s.Index+1, "err", err)
 		return done, nil
 	}
+	finished = true
 	w.log.InfoContext(ctx, "slice printed", "parent_id", sj.ParentId, "slice", s.Index+1, "bytes", len(pdf))
 	return done, nil
 }
 
-// printSlice loads a slice's HTML and its job's files and prints it.
-func (w *Worker) printSlice(ctx context.Context, sj *jobspb.SliceJob, deadline time.Time) ([]byte, error) {
+// checkSliceJob checks that a slice job names only what its parent's
+// Offer would: its own ID, its HTML under the parent's slices, the
+// parent's files under a job's or a batch's inputs. Only workers publish
+// slice jobs; this keeps one wrong message from reading another job's
+// files into a page.
+func checkSliceJob(job *jobspb.Job, sj *jobspb.SliceJob) error {
+	prefix := sj.GetRender().GetBundlePrefix()
+	switch {
+	case sj.ParentId == "" || sj.Key == "" || strings.ContainsAny(sj.ParentId+sj.Key, "/."):
+		return fmt.Errorf("slice job %q: parent %q, key %q", job.Id, sj.ParentId, sj.Key)
+	case job.Id != sj.ParentId+"-slice-"+sj.Key:
+		return fmt.Errorf("slice job %q is not %s's slice %s", job.Id, sj.ParentId, sj.Key)
+	case sj.HtmlKey != blob.JobSlices(sj.ParentId)+sj.Key+".html":
+		return fmt.Errorf("slice job %q: HTML at %q", job.Id, sj.HtmlKey)
+	case !strings.HasPrefix(prefix, blob.JobsPrefix) && !strings.HasPrefix(prefix, blob.BatchesPrefix):
+		return fmt.Errorf("slice job %q: files under %q", job.Id, prefix)
+	}
+	return nil
+}
+
+// printSlice loads a slice's HTML and its job's files and prints it,
+// claiming it with claim once a tab is in hand.
+func (w *Worker) printSlice(ctx context.Context, sj *jobspb.SliceJob, deadline time.Time, claim func() (bool, error)) ([]byte, error) {
 	html, err := blob.ReadAll(ctx, w.blobs, sj.HtmlKey, w.sliceLimit())
 	if err != nil {
 		return nil, err
@@ -265,5 +313,5 @@ func (w *Worker) printSlice(ctx context.Context, sj *jobspb.SliceJob, deadline t
 	if err != nil {
 		return nil, err
 	}
-	return w.renderer.PrintSlice(ctx, b, rj, string(html), deadline)
+	return w.renderer.PrintSlice(ctx, b, rj, string(html), deadline, claim)
 }

@@ -38,9 +38,17 @@ func (w *Worker) handleTool(ctx context.Context, job *jobspb.Job) (*jobspb.Resul
 	if err != nil {
 		return nil, err
 	}
-	tctx, span := tracing.Child(ctx, tj.Op())
+	// A hostile PDF may keep pdfcpu or PDFium busy: the job's time bounds
+	// it as it bounds a render.
+	timeout := w.timeout(job)
+	tctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tctx, span := tracing.Child(tctx, tj.Op())
 	out, err := w.runTool(tctx, tj, data)
 	tracing.End(span, err)
+	if err != nil && ctx.Err() == nil && tctx.Err() != nil {
+		return failure(jobspb.ErrorKind_ERROR_KIND_TIMEOUT, fmt.Sprintf("The PDF tool exceeded the time limit of %s.", timeout)), nil
+	}
 	if err != nil {
 		return toolFailure(tj.InputName, err)
 	}

@@ -276,9 +276,13 @@ func (p *batchPlan) readDocuments(docs []batchDocument, renderTimeout time.Durat
 			if err := pdfopts.CheckStages(own.Steps()); err != nil {
 				return inDocument(i, err)
 			}
-			if own.StageWatermark != nil && !proto.Equal(own.StageWatermark, p.opts.Watermark) {
+			switch {
+			case own.StageWatermark != nil && !proto.Equal(own.StageWatermark, p.opts.Watermark):
 				// The watermark is the batch's, stamped on every document.
 				return apierr.Invalid(field+".stages", "a watermark step belongs in the batch's options")
+			case own.StepsOrdered && p.opts.Watermark != nil && own.StageWatermark == nil:
+				// Its own steps would leave the batch's watermark out.
+				return apierr.Invalid(field+".stages", "the batch has a watermark: give its step here too, with the same fields")
 			}
 			p.own[i] = &own
 		}

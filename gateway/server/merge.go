@@ -211,7 +211,11 @@ func (up *mergeUpload) fingerprint() string {
 		Info               *jobspb.DocInfo
 		Encryption         *jobspb.Encryption
 		Record             *jobspb.Record
-	}{up.names, up.sums, up.fileName, up.userType, up.host, up.watermark, up.info, up.encryption, recordDigest(up.record, up.parts)})
+		// DESIGN §11: the steps' order and the pages step change the output.
+		Stages []string          `json:",omitempty"`
+		Pages  *jobspb.PagesTool `json:",omitempty"`
+	}{up.names, up.sums, up.fileName, up.userType, up.host, up.watermark, up.info, up.encryption, recordDigest(up.record, up.parts),
+		stagesKey(pdfopts.PrintOptions{Stages: up.steps.Order, StepsOrdered: up.steps.Ordered}), up.steps.Pages})
 	return fingerprint("merge", string(b))
 }
 

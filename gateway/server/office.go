@@ -66,6 +66,8 @@ func (s *Server) office(c echo.Context) error {
 	if err := s.checkRecord(oj.Record, u); err != nil {
 		return err
 	}
+	// The plan's pages bound a conversion as they bound a render.
+	oj.MaxPages = int32(s.acct.Plan(u.Plan).MaxPages)
 	ctx := c.Request().Context()
 	if oj.Watermark, err = blob.OffloadWatermark(ctx, s.Blobs, blob.JobWatermark(job.Id), oj.Watermark); err != nil {
 		return err

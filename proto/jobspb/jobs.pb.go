@@ -1454,9 +1454,12 @@ type OfficeJob struct {
 	Encryption *Encryption `protobuf:"bytes,9,opt,name=encryption,proto3" json:"encryption,omitempty"`
 	Record     *Record     `protobuf:"bytes,10,opt,name=record,proto3" json:"record,omitempty"`
 	// As RenderJob's.
-	Stages        []string   `protobuf:"bytes,20,rep,name=stages,proto3" json:"stages,omitempty"`
-	StepsOrdered  bool       `protobuf:"varint,21,opt,name=steps_ordered,json=stepsOrdered,proto3" json:"steps_ordered,omitempty"`
-	PagesStage    *PagesTool `protobuf:"bytes,22,opt,name=pages_stage,json=pagesStage,proto3" json:"pages_stage,omitempty"`
+	Stages       []string   `protobuf:"bytes,20,rep,name=stages,proto3" json:"stages,omitempty"`
+	StepsOrdered bool       `protobuf:"varint,21,opt,name=steps_ordered,json=stepsOrdered,proto3" json:"steps_ordered,omitempty"`
+	PagesStage   *PagesTool `protobuf:"bytes,22,opt,name=pages_stage,json=pagesStage,proto3" json:"pages_stage,omitempty"`
+	// The most pages the documents may have together (the account's plan,
+	// DESIGN §10); 0: no bound.
+	MaxPages      int32 `protobuf:"varint,23,opt,name=max_pages,json=maxPages,proto3" json:"max_pages,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1580,6 +1583,13 @@ func (x *OfficeJob) GetPagesStage() *PagesTool {
 		return x.PagesStage
 	}
 	return nil
+}
+
+func (x *OfficeJob) GetMaxPages() int32 {
+	if x != nil {
+		return x.MaxPages
+	}
+	return 0
 }
 
 // ScreenshotJob is POST /pdf/screenshot (DESIGN §11): a page loaded and
@@ -4117,7 +4127,7 @@ const file_jobs_proto_rawDesc = "" +
 	"\x06stages\x18\x14 \x03(\tR\x06stages\x12#\n" +
 	"\rsteps_ordered\x18\x15 \x01(\bR\fstepsOrdered\x12=\n" +
 	"\vpages_stage\x18\x16 \x01(\v2\x1c.docrender.jobs.v1.PagesToolR\n" +
-	"pagesStage\"\x97\x04\n" +
+	"pagesStage\"\xb4\x04\n" +
 	"\tOfficeJob\x12\x1d\n" +
 	"\n" +
 	"input_keys\x18\x01 \x03(\tR\tinputKeys\x12\x1f\n" +
@@ -4138,7 +4148,8 @@ const file_jobs_proto_rawDesc = "" +
 	"\x06stages\x18\x14 \x03(\tR\x06stages\x12#\n" +
 	"\rsteps_ordered\x18\x15 \x01(\bR\fstepsOrdered\x12=\n" +
 	"\vpages_stage\x18\x16 \x01(\v2\x1c.docrender.jobs.v1.PagesToolR\n" +
-	"pagesStage\"\xb9\x02\n" +
+	"pagesStage\x12\x1b\n" +
+	"\tmax_pages\x18\x17 \x01(\x05R\bmaxPages\"\xb9\x02\n" +
 	"\rScreenshotJob\x124\n" +
 	"\x06source\x18\x01 \x01(\v2\x1c.docrender.jobs.v1.RenderJobR\x06source\x12\x16\n" +
 	"\x06format\x18\x02 \x01(\tR\x06format\x12\x18\n" +

@@ -135,6 +135,9 @@ func (s *slot) startOnce(ctx context.Context, fresh bool) error {
 		for sc.Scan() {
 			e.cfg.Log.Debug("office: slot says", "slot", s.n, "line", sc.Text())
 		}
+		// A line past the scanner's buffer ends the scan: the pipe is
+		// still drained, or LibreOffice would block writing to it.
+		_, _ = io.Copy(io.Discard, stderr)
 	}()
 	go func() {
 		_ = cmd.Wait()

@@ -125,7 +125,12 @@ func (r *Renderer) printSlices(ctx context.Context, t *browser.Tab, htmls []stri
 		mu.Lock()
 		parts[s.Index] = pdf
 		mu.Unlock()
-		return farm.Finish(ctx, s, pdf)
+		// The job has the PDF: a store that fails to keep it for a retry
+		// of the job costs that retry a print, not this job its answer.
+		if err := farm.Finish(ctx, s, pdf); err != nil {
+			r.log().WarnContext(ctx, "split: a printed slice not kept for a retry", "slice", s.Index+1, "err", err)
+		}
+		return nil
 	}
 	walk := func(tab *browser.Tab) error {
 		for i := len(slices) - 1; i >= 0 && ctx.Err() == nil; i-- {
@@ -186,7 +191,10 @@ func (r *Renderer) collect(ctx context.Context, farm SliceFarm, slices []Slice, 
 			pdf, free, err := farm.Result(ctx, s)
 			switch {
 			case err != nil:
-				return fmt.Errorf("%w: slice %d: %v", ErrPage, i+1, err)
+				// The state or blob store hiccuped: looked at again next
+				// time, until the job's time is up.
+				r.log().WarnContext(ctx, "split: reading a slice's state failed", "slice", i+1, "err", err)
+				waiting++
 			case pdf != nil:
 				keep(i, pdf)
 			case free:
@@ -261,10 +269,14 @@ func (*localFarm) Close(context.Context) {}
 // ErrSliceLate is a slice taken after its job stopped waiting for it.
 var ErrSliceLate = errors.New("render: the slice's job stopped waiting")
 
+// ErrSliceTaken is a slice that another printer claimed first.
+var ErrSliceTaken = errors.New("render: another printer has the slice")
+
 // PrintSlice prints one slice of rj's document, the HTML of a SliceJob, in
 // a tab of the pool: the job's files with html as its entry file, printed
-// as the job's slices are (no header and footer, no outline).
-func (r *Renderer) PrintSlice(ctx context.Context, b egress.Bundle, rj *jobspb.RenderJob, html string, deadline time.Time) ([]byte, error) {
+// as the job's slices are (no header and footer, no outline). claim is
+// called once a tab is in hand; false: ErrSliceTaken, nothing printed.
+func (r *Renderer) PrintSlice(ctx context.Context, b egress.Bundle, rj *jobspb.RenderJob, html string, deadline time.Time, claim func() (bool, error)) ([]byte, error) {
 	if !deadline.IsZero() {
 		if time.Until(deadline) <= 0 {
 			return nil, ErrSliceLate
@@ -282,6 +294,12 @@ func (r *Renderer) PrintSlice(ctx context.Context, b egress.Bundle, rj *jobspb.R
 	job := splitJob{bundle: b, entry: rj.GetEntry(), rj: rj}
 	var pdf []byte
 	err = r.Pool.TabFor(ctx, "", func(t *browser.Tab) error {
+		if ok, err := claim(); err != nil || !ok {
+			if err == nil {
+				err = ErrSliceTaken
+			}
+			return err
+		}
 		var err error
 		pdf, err = printSlice(ctx, t, job, html, req)
 		return err

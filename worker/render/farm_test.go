@@ -92,7 +92,11 @@ func TestFarmedSlices(t *testing.T) {
 	// The same plan again (the same keys): slice 2 printed elsewhere,
 	// slice 1 held by a printer that dies after three looks.
 	s1, s2 := alone.offered[0], alone.offered[1]
-	pdf, err := r.PrintSlice(context.Background(), b, rj, s2.HTML, time.Now().Add(time.Minute))
+	yes := func() (bool, error) { return true, nil }
+	if _, err := r.PrintSlice(context.Background(), b, rj, s2.HTML, time.Now().Add(time.Minute), func() (bool, error) { return false, nil }); err != ErrSliceTaken {
+		t.Errorf("a slice claimed by another: %v, want ErrSliceTaken", err)
+	}
+	pdf, err := r.PrintSlice(context.Background(), b, rj, s2.HTML, time.Now().Add(time.Minute), yes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +122,7 @@ func TestFarmedSlices(t *testing.T) {
 	}
 
 	// A slice taken after its job stopped waiting is not printed.
-	if _, err := r.PrintSlice(context.Background(), b, rj, s2.HTML, time.Now().Add(-time.Second)); err != ErrSliceLate {
+	if _, err := r.PrintSlice(context.Background(), b, rj, s2.HTML, time.Now().Add(-time.Second), yes); err != ErrSliceLate {
 		t.Errorf("late slice: %v, want ErrSliceLate", err)
 	}
 }
