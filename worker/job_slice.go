@@ -202,13 +202,15 @@ func (f *sliceFarm) Close(ctx context.Context) {
 	}
 	f.kept = map[string]context.CancelFunc{}
 	f.mu.Unlock()
+	// The files first: a slice job taken after this finds no HTML and
+	// prints nothing, rather than claiming a mark just forgotten.
+	if err := f.w.blobs.DeletePrefix(ctx, blob.JobSlices(f.parent)); err != nil {
+		f.w.log.WarnContext(ctx, "slice: deleting the files failed (the sweeper will)", "err", err)
+	}
 	if len(f.keys) > 0 {
 		if err := f.st.Delete(ctx, f.keys...); err != nil {
 			f.w.log.WarnContext(ctx, "slice: forgetting the marks failed (they expire)", "err", err)
 		}
-	}
-	if err := f.w.blobs.DeletePrefix(ctx, blob.JobSlices(f.parent)); err != nil {
-		f.w.log.WarnContext(ctx, "slice: deleting the files failed (the sweeper will)", "err", err)
 	}
 }
 
