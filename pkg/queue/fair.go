@@ -177,6 +177,33 @@ func (c *Conn) moveOldJobs(ctx context.Context, s jetstream.Stream) error {
 	return nil
 }
 
+// defaultOldJobsEvery is how often a consuming process looks for jobs on
+// the subjects of older versions: during a rolling upgrade, a gateway of
+// the version before still publishes there, and no consumer reads them
+// any more.
+const defaultOldJobsEvery = 30 * time.Second
+
+// keepMovingOldJobs moves old-subject jobs (moveOldJobs) every
+// c.oldJobsEvery until ctx ends.
+func (c *Conn) keepMovingOldJobs(ctx context.Context) {
+	t := time.NewTicker(c.oldJobsEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s, err := c.js.Stream(ctx, c.n.Stream)
+		if err == nil {
+			err = c.moveOldJobs(ctx, s)
+		}
+		if err != nil && ctx.Err() == nil {
+			c.log.Warn("moving jobs of an older version", "err", err)
+		}
+	}
+}
+
 func (c *Conn) move(ctx context.Context, msg jetstream.Msg) error {
 	job, err := decodeJob(msg.Data())
 	if err != nil {

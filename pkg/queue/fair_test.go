@@ -225,6 +225,29 @@ func TestOldJobsAreMoved(t *testing.T) {
 	}
 }
 
+// During a rolling upgrade a gateway of the version before publishes to
+// "<prefix>now.render" after the new workers started: they move such jobs
+// while they consume.
+func TestOldJobsMovedWhileConsuming(t *testing.T) {
+	c := embedded(t, 100)
+	c.oldJobsEvery = 100 * time.Millisecond
+	var busy, peak atomic.Int32
+	done := make(chan []string, 1)
+	go func() { done <- consumeOrder(t, c, 1, 1, 0, &busy, &peak) }()
+	time.Sleep(200 * time.Millisecond)
+	if _, err := c.js.Publish(context.Background(), c.n.SubjectPrefix+"now.render", mustMarshal(t, renderJob("late-old"))); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case order := <-done:
+		if strings.Join(order, ",") != "late-old" {
+			t.Fatalf("handled %v", order)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a job on an old subject was not moved while consuming")
+	}
+}
+
 // TestWorkerKinds (DESIGN §1, §11): a worker takes the jobs of its kinds
 // only, each kind from subjects of its own; batch documents of the chromium
 // kind keep their account lanes.

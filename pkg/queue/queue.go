@@ -107,6 +107,8 @@ type Conn struct {
 	cancels *cancels
 	// ackWait is defaultAckWait; tests shorten it.
 	ackWait time.Duration
+	// oldJobsEvery is defaultOldJobsEvery; tests shorten it.
+	oldJobsEvery time.Duration
 	// results are the waiters of this process's submitted jobs.
 	results *results
 	// maxJobs is the stream's limit (Setup), for Admit.
@@ -142,7 +144,7 @@ func Connect(ctx context.Context, url string, srv *server.Server, ns, name strin
 		return nil, fmt.Errorf("queue: jetstream: %w", err)
 	}
 	n := NamesFor(ns)
-	c := &Conn{n: n, nc: nc, js: js, log: log, cancels: newCancels(), ackWait: defaultAckWait, results: newResults(nc, n.ResultPrefix),
+	c := &Conn{n: n, nc: nc, js: js, log: log, cancels: newCancels(), ackWait: defaultAckWait, oldJobsEvery: defaultOldJobsEvery, results: newResults(nc, n.ResultPrefix),
 		tracer: noTracer()}
 	for _, o := range options {
 		o(c)
@@ -413,6 +415,7 @@ func (c *Conn) ConsumeKinds(ctx context.Context, slots map[string]int, h Handler
 	}
 	defer stopDead()
 	var wg sync.WaitGroup
+	wg.Go(func() { c.keepMovingOldJobs(ctx) })
 	for _, k := range all {
 		wg.Go(func() {
 			slotsLoop(ctx, k.slots, k.l.next, func(msg jetstream.Msg) {
