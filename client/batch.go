@@ -21,8 +21,8 @@ const (
 )
 
 // BatchDocument is one document of a batch: HTML, the URL of a public
-// page, or (in a batch with a Template) the template's data; and
-// optionally its own print options over the batch's.
+// page, an office file, or (in a batch with a Template) the template's
+// data; and optionally its own print options over the batch's.
 type BatchDocument struct {
 	// FileName is the PDF's name in the ZIP, without .pdf: required but
 	// in a batch with a template, whose documents default to
@@ -33,7 +33,18 @@ type BatchDocument struct {
 	// Data fills the batch's Template (DESIGN §9): as TemplateRequest's
 	// Data (nil sends {}).
 	Data any `json:"data,omitempty"`
+	// Office is an office file converted instead of HTML (DESIGN §11).
+	Office *OfficeFile `json:"office,omitempty"`
 	*PrintOptions
+}
+
+// OfficeFile is a batch document's office file (docx, xlsx, pptx, odt,
+// ods, odp, rtf, txt, csv, ...): FileName's extension says its format;
+// Content is its bytes (sent in base64). Without its own FileName the
+// document is named after the file.
+type OfficeFile struct {
+	FileName string `json:"fileName"`
+	Content  []byte `json:"content"`
 }
 
 // Webhook is called when a batch completes or fails (DESIGN §4.18).
@@ -74,8 +85,8 @@ func (r BatchRequest) body(stream, host bool) (func() (io.ReadCloser, string, er
 		}
 		docs := make([]BatchDocument, len(r.Documents))
 		for i, d := range r.Documents {
-			if d.HTMLContent != "" || d.URL != "" {
-				return nil, fmt.Errorf("docrender: document %d: a batch with a template takes each document's Data, not HTMLContent or URL", i)
+			if d.HTMLContent != "" || d.URL != "" || d.Office != nil {
+				return nil, fmt.Errorf("docrender: document %d: a batch with a template takes each document's Data, not HTMLContent, URL or Office", i)
 			}
 			data, err := templateData(d.Data)
 			if err != nil {

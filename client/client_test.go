@@ -317,3 +317,15 @@ func TestUploadReadErrorIsTyped(t *testing.T) {
 		})
 	}
 }
+
+// A batch document's office file travels as {fileName, content} with its
+// bytes in base64, instead of htmlContent (DESIGN §11).
+func TestBatchDocumentOffice(t *testing.T) {
+	doc, err := json.Marshal(BatchDocument{Office: &OfficeFile{FileName: "report.docx", Content: []byte("x")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"office":{"fileName":"report.docx","content":"eA=="}}`; string(doc) != want {
+		t.Fatalf("document %s, want %s", doc, want)
+	}
+}

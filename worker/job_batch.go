@@ -65,7 +65,8 @@ func (w *Worker) runWithWebhooks(ctx context.Context) error {
 	return err
 }
 
-// handleBatchDoc renders one document of a batch and advances the batch:
+// handleBatchDoc renders one document of a batch (or converts its office
+// file) and advances the batch:
 // done (and, for the last one, the ZIP job queued), failed (the batch ends
 // in error), or skipped because the batch already failed. Every outcome is
 // recorded idempotently, so a redelivered job changes nothing twice.
@@ -96,7 +97,12 @@ func (w *Worker) handleBatchDoc(ctx context.Context, job *jobspb.Job, doc *jobsp
 	if failed {
 		return w.skipBatchDoc(ctx, r, i, d)
 	}
-	res, err := w.contained(ctx, func() (*jobspb.Result, error) { return w.handleRender(ctx, job, doc.Render) })
+	convert := func() (*jobspb.Result, error) { return w.handleRender(ctx, job, doc.Render) }
+	if oj := doc.GetOffice(); oj != nil {
+		// An office document (DESIGN §11), on a worker of the office kind.
+		convert = func() (*jobspb.Result, error) { return w.handleOffice(ctx, job, oj) }
+	}
+	res, err := w.contained(ctx, convert)
 	if err != nil && d.Last {
 		w.log.ErrorContext(ctx, "batch document failed on its last try", "batch_id", r.ID, "index", i, "err", err)
 		res, err = failure(jobspb.ErrorKind_ERROR_KIND_INTERNAL, "The document could not be rendered."), nil

@@ -30,8 +30,9 @@ const officeMaxMemory = 4 << 30
 // (runSteps). A file LibreOffice cannot use is the client's BAD_INPUT
 // naming it; one that hangs or crashes LibreOffice fails this job alone
 // (its slot restarts) and is not retried: it would do the same again.
-func (w *Worker) handleOffice(ctx context.Context, job *jobspb.Job) (*jobspb.Result, error) {
-	oj := job.GetOffice()
+// A batch's office document (handleBatchDoc) is converted the same way,
+// its PDF stored at its job's output key.
+func (w *Worker) handleOffice(ctx context.Context, job *jobspb.Job, oj *jobspb.OfficeJob) (*jobspb.Result, error) {
 	if len(oj.InputKeys) == 0 {
 		return filesFailure("No office files were provided."), nil
 	}

@@ -213,7 +213,7 @@ func (w *Worker) Handle(ctx context.Context, job *jobspb.Job, d queue.Delivery) 
 	case *jobspb.Job_Screenshot:
 		res, err = w.handleScreenshot(ctx, job, k.Screenshot)
 	case *jobspb.Job_Office:
-		res, err = w.handleOffice(ctx, job)
+		res, err = w.handleOffice(ctx, job, k.Office)
 	default:
 		return failure(jobspb.ErrorKind_ERROR_KIND_BAD_INPUT, "Unknown job kind."), nil
 	}

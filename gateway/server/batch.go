@@ -2,15 +2,18 @@ package server
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"path"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	"github.com/labstack/echo/v4"
 	"google.golang.org/protobuf/proto"
@@ -24,6 +27,7 @@ import (
 	"github.com/docrender/docrender/pkg/ids"
 	"github.com/docrender/docrender/pkg/invalid"
 	"github.com/docrender/docrender/pkg/netguard"
+	"github.com/docrender/docrender/pkg/officefmt"
 	"github.com/docrender/docrender/pkg/pdfopts"
 	"github.com/docrender/docrender/proto/jobspb"
 )
@@ -94,15 +98,29 @@ type batchDocument struct {
 	URL *string `json:"url"`
 	// Data fills the batch's template instead (DESIGN §9).
 	Data json.RawMessage `json:"data"`
+	// Office is an office file to convert instead (DESIGN §11).
+	Office *batchOffice `json:"office"`
 	// A document's own print options (DESIGN §6) replace the batch's.
 	pdfopts.PrintRaw
 }
+
+// batchOffice is a batch document's office file: its name, whose extension
+// says its format, and its bytes in base64.
+type batchOffice struct {
+	FileName *string `json:"fileName"`
+	Content  *string `json:"content"`
+}
+
+// maxOfficeName bounds an office file's name (it names the file in errors).
+const maxOfficeName = 255
 
 // batchPlan is a validated batch request.
 type batchPlan struct {
 	fileNames []string
 	html      []string
 	urls      []string
+	// office is each office document's file (else nil).
+	office []*batch.OfficeFile
 	// own is each document's print options where it has its own (else nil).
 	own []*pdfopts.PrintOptions
 	// base is the batch's options as sent, under each document's own.
@@ -153,8 +171,14 @@ func (b *batchAPI) parseBatch(c echo.Context, u *account.User) (*batchPlan, erro
 		// A template's header and footer get room, as a generate's do.
 		p.opts.MakeRoom(slices.Contains(p.tplVer.Files, pdfopts.HeaderFile), slices.Contains(p.tplVer.Files, pdfopts.FooterFile))
 	}
-	if err := p.readDocuments(req.Documents, b.s.Config.RenderTimeout, pageURL); err != nil {
+	if err := p.readDocuments(req.Documents, b.s.Config.RenderTimeout, b.s.Config.MaxUpload, pageURL); err != nil {
 		return nil, err
+	}
+	if p.hasOffice() {
+		// Nobody would take them: the batch would wait out its documents' deliveries.
+		if err := b.s.officeTaken(c.Request().Context()); err != nil {
+			return nil, err
+		}
 	}
 	if err := b.s.checkRecord(p.opts.Record, u); err != nil {
 		return nil, err
@@ -190,21 +214,33 @@ func (b *batchAPI) parseBatch(c echo.Context, u *account.User) (*batchPlan, erro
 // written ("A5" or "a5", key order, spacing) are the same request. The
 // name is the one sent (the default is made of the time).
 func (p *batchPlan) fingerprintOf(rawName *string) string {
+	var office []*batch.OfficeFile
+	if p.hasOffice() {
+		office = p.office
+	}
 	b, _ := json.Marshal(struct {
 		FileNames, HTML, URLs []string
-		Own                   []*pdfopts.PrintOptions
-		Page                  *jobspb.Page
-		Watermark             *jobspb.Watermark
-		Print                 pdfopts.PrintOptions
-		UserType              string
-		Name                  *string
-		Stream, Host          bool
-		Webhook               *batch.Webhook
-		Template              string
-		Data                  [][]byte
-	}{p.fileNames, p.html, p.urls, p.own, p.opts.Page, p.opts.Watermark, p.opts.PrintOptions, p.opts.UserType,
+		// Absent without office documents: a batch's fingerprint is the
+		// one it had before they existed.
+		Office       []*batch.OfficeFile `json:",omitempty"`
+		Own          []*pdfopts.PrintOptions
+		Page         *jobspb.Page
+		Watermark    *jobspb.Watermark
+		Print        pdfopts.PrintOptions
+		UserType     string
+		Name         *string
+		Stream, Host bool
+		Webhook      *batch.Webhook
+		Template     string
+		Data         [][]byte
+	}{p.fileNames, p.html, p.urls, office, p.own, p.opts.Page, p.opts.Watermark, p.opts.PrintOptions, p.opts.UserType,
 		rawName, p.stream, p.host, p.webhook, p.templateID(), p.data})
 	return fingerprint("generate-batch", string(b))
+}
+
+// hasOffice says whether a document of the batch is an office file.
+func (p *batchPlan) hasOffice() bool {
+	return slices.ContainsFunc(p.office, func(f *batch.OfficeFile) bool { return f != nil })
 }
 
 // templateID names the batch's template version, "" without one.
@@ -216,21 +252,39 @@ func (p *batchPlan) templateID() string {
 }
 
 // readDocuments validates each document: its name, its page (htmlContent,
-// or a url that pageURL checks) and its own print options.
-func (p *batchPlan) readDocuments(docs []batchDocument, renderTimeout time.Duration, pageURL func(field, raw string) (string, error)) error {
+// a url that pageURL checks, or an office file of at most maxUpload bytes)
+// and its own print options.
+func (p *batchPlan) readDocuments(docs []batchDocument, renderTimeout time.Duration, maxUpload int64, pageURL func(field, raw string) (string, error)) error {
 	p.fileNames = make([]string, len(docs))
 	p.html = make([]string, len(docs))
 	p.urls = make([]string, len(docs))
+	p.office = make([]*batch.OfficeFile, len(docs))
 	p.own = make([]*pdfopts.PrintOptions, len(docs))
 	for i, d := range docs {
 		field := fmt.Sprintf("documents[%d]", i)
-		if (d.FileName == nil || strings.TrimSpace(*d.FileName) == "") && p.tpl == nil {
-			return apierr.Invalid(field+".fileName", "is required")
+		if d.Office != nil {
+			if p.tpl != nil {
+				return apierr.Invalid(field+".office", "a batch with a template takes each document's data, not an office file")
+			}
+			if d.URL != nil || d.HTMLContent != nil || d.Data != nil {
+				return apierr.Invalid(field+".office", "send either office or htmlContent or url, not several")
+			}
+			f, err := readOffice(field+".office", d.Office, maxUpload)
+			if err != nil {
+				return err
+			}
+			p.office[i] = f
 		}
 		def := ""
-		if p.tpl != nil {
+		switch {
+		case p.tpl != nil:
 			// DESIGN §9: a template's documents may go unnamed.
 			def = fmt.Sprintf("%s-%d", p.tpl.Name, i+1)
+		case p.office[i] != nil:
+			// An office document is named after its file unless told.
+			def = strings.TrimSuffix(p.office[i].Name, path.Ext(p.office[i].Name))
+		case d.FileName == nil || strings.TrimSpace(*d.FileName) == "":
+			return apierr.Invalid(field+".fileName", "is required")
 		}
 		name, err := pdfopts.FileName(d.FileName, def)
 		if err != nil {
@@ -242,6 +296,7 @@ func (p *batchPlan) readDocuments(docs []batchDocument, renderTimeout time.Durat
 		}
 		p.fileNames[i] = name
 		switch {
+		case p.office[i] != nil:
 		case p.tpl != nil:
 			if d.URL != nil || d.HTMLContent != nil {
 				return apierr.Invalid(field+".data", "a batch with a template takes each document's data, not htmlContent or url")
@@ -288,6 +343,37 @@ func (p *batchPlan) readDocuments(docs []batchDocument, renderTimeout time.Durat
 		}
 	}
 	return nil
+}
+
+// readOffice checks a batch document's office file (field): a name of a
+// format the office engine converts, and base64 content of at most max
+// bytes once decoded.
+func readOffice(field string, o *batchOffice, max int64) (*batch.OfficeFile, error) {
+	if o.FileName == nil || strings.TrimSpace(*o.FileName) == "" {
+		return nil, apierr.Invalid(field+".fileName", "is required: the file's name, whose extension says its format (report.docx)")
+	}
+	name := path.Base(strings.ReplaceAll(strings.TrimSpace(*o.FileName), "\\", "/"))
+	switch {
+	case len(name) > maxOfficeName || strings.ContainsFunc(name, unicode.IsControl):
+		return nil, apierr.Invalid(field+".fileName", fmt.Sprintf("must be a file name of at most %d bytes", maxOfficeName))
+	case !officefmt.Converted(name):
+		return nil, apierr.Invalid(field+".fileName", fmt.Sprintf("%q is not an office format this service converts", path.Ext(name))).
+			WithHint("Name the file after its format: .docx, .xlsx, .pptx, .odt, .ods, .odp, .rtf, .txt, .csv, ...")
+	}
+	if o.Content == nil || *o.Content == "" {
+		return nil, apierr.Invalid(field+".content", "is required: the file's bytes in base64")
+	}
+	if int64(base64.StdEncoding.DecodedLen(len(*o.Content))) > max+2 {
+		return nil, apierr.Invalid(field+".content", fmt.Sprintf("decodes to more than %d bytes, the upload limit", max))
+	}
+	data, err := base64.StdEncoding.DecodeString(*o.Content)
+	if err != nil {
+		return nil, apierr.Invalid(field+".content", "must be the file's bytes in standard base64")
+	}
+	if int64(len(data)) > max {
+		return nil, apierr.Invalid(field+".content", fmt.Sprintf("decodes to more than %d bytes, the upload limit", max))
+	}
+	return &batch.OfficeFile{Name: name, Content: data}, nil
 }
 
 // inDocument names document i in a 400 that names a field.
@@ -432,7 +518,7 @@ func (b *batchAPI) start(c echo.Context, u *account.User, p *batchPlan) (*batch.
 	names := batch.EntryNames(p.fileNames)
 	docs := make([]batch.Document, len(names))
 	for i := range docs {
-		docs[i] = batch.Document{EntryName: names[i], HTML: p.html[i], URL: p.urls[i], Own: p.own[i]}
+		docs[i] = batch.Document{EntryName: names[i], HTML: p.html[i], URL: p.urls[i], Office: p.office[i], Own: p.own[i]}
 		if p.tpl != nil {
 			docs[i].Data = p.data[i]
 		}

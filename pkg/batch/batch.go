@@ -22,7 +22,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -196,6 +198,21 @@ type Document struct {
 	// Data fills the batch's stored template (DESIGN §9), a JSON object,
 	// instead of HTML.
 	Data []byte
+	// Office is an office file to convert instead of a page (DESIGN §11).
+	Office *OfficeFile
+}
+
+// OfficeFile is a batch document's office file: its client-side name
+// (whose extension says its format) and its bytes.
+type OfficeFile struct {
+	Name    string
+	Content []byte
+}
+
+// officeKey is where document i's office file is stored: under its
+// inputs, by its name's extension (the client's name travels in the job).
+func officeKey(id string, i int, name string) string {
+	return blob.BatchInputs(id, i) + "office" + path.Ext(name)
 }
 
 // InlineDataBytes is the most template data a job message carries; more
@@ -204,8 +221,9 @@ const InlineDataBytes = 256 << 10
 
 // Submit starts r, whose conversions (r.Charge) and, with r.Host, hosted
 // slot (r.ZipID) are reserved: from here the batch owns them. It stores
-// each document's HTML and the record, then queues one job per document,
-// printed with render's page and watermark. A watermark image is stored
+// each document's HTML (or office file) and the record, then queues one job
+// per document, printed with render's page and watermark (an office file is
+// converted with what applies of them, officeJob). A watermark image is stored
 // once, in the batch's folder, and every job names its key (the inputs'
 // removal, once every document has settled or none was queued, takes it
 // too). An error before any job is queued gives everything back. If the
@@ -292,6 +310,9 @@ func (t *Tracker) Submit(ctx context.Context, r *Record, docs []Document, render
 				rj.Template.DataJson, rj.Template.DataKey = nil, key
 			}
 		}
+		if f := docs[i].Office; f != nil {
+			job.GetBatchDocument().Office, job.GetBatchDocument().Render = officeJob(rj, officeKey(r.ID, i, f.Name), f.Name), nil
+		}
 		if docs[i].URL != "" {
 			rj.BundlePrefix, rj.Files, rj.Entry = "", nil, ""
 			rj.Url = proto.CloneOf(fetch)
@@ -308,7 +329,18 @@ func (t *Tracker) Submit(ctx context.Context, r *Record, docs []Document, render
 	return nil
 }
 
-// writeInputs stores each document's HTML as the index.html of its own bundle.
+// officeJob converts the office file at key, named name, with what applies
+// to it of the document's render: the batch's orientation and page ranges,
+// its watermark and every §8 step, in the document's order.
+func officeJob(rj *jobspb.RenderJob, key, name string) *jobspb.OfficeJob {
+	return &jobspb.OfficeJob{InputKeys: []string{key}, InputNames: []string{name},
+		Landscape: rj.GetPage().GetLandscape(), PageRanges: rj.GetPrint().GetPageRanges(),
+		Watermark: rj.GetWatermark(), Info: rj.GetInfo(), Encryption: rj.GetEncryption(), Record: rj.GetRecord(),
+		Stages: rj.GetStages(), StepsOrdered: rj.GetStepsOrdered(), PagesStage: rj.GetPagesStage(), MaxPages: rj.GetMaxPages()}
+}
+
+// writeInputs stores each document's HTML as the index.html of its own
+// bundle, or its office file under its inputs.
 func (t *Tracker) writeInputs(ctx context.Context, id string, docs []Document) error {
 	var (
 		wg    sync.WaitGroup
@@ -324,7 +356,11 @@ func (t *Tracker) writeInputs(ctx context.Context, id string, docs []Document) e
 			if d.URL != "" || d.Data != nil {
 				return // fetched by the worker, or a stored template's data
 			}
-			err := t.blobs.Put(ctx, blob.BatchInputs(id, i)+"index.html", strings.NewReader(d.HTML), int64(len(d.HTML)))
+			key, body, n := blob.BatchInputs(id, i)+"index.html", io.Reader(strings.NewReader(d.HTML)), len(d.HTML)
+			if d.Office != nil {
+				key, body, n = officeKey(id, i, d.Office.Name), bytes.NewReader(d.Office.Content), len(d.Office.Content)
+			}
+			err := t.blobs.Put(ctx, key, body, int64(n))
 			if err != nil {
 				mu.Lock()
 				first = errors.Join(first, err)

@@ -3,7 +3,9 @@ package batch
 import (
 	"context"
 	"errors"
+	"io"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -159,4 +161,49 @@ type refusingSets struct{ state.Store }
 
 func (refusingSets) Set(context.Context, string, []byte, time.Duration) error {
 	return errors.New("state store refuses")
+}
+
+// An office document is stored under its inputs and queued as an office
+// conversion with the batch's options (orientation, page ranges, steps),
+// on the office kind's lane; an HTML document beside it stays a render.
+func TestSubmitOfficeDocument(t *testing.T) {
+	f := newFixture(t)
+	q := &refusingQueue{accept: 10}
+	f.tr.q = q
+	ctx := context.Background()
+	id := ids.New()
+	r := &Record{ID: id, OwnerID: "u1", Name: "b", Total: 2, ZipID: id, Retention: time.Hour, CreatedAt: time.Now()}
+	docx := []byte("PK\x03\x04 a docx")
+	docs := []Document{{EntryName: "a.pdf", HTML: "<p>a"}, {EntryName: "report.pdf", Office: &OfficeFile{Name: "report.docx", Content: docx}}}
+	render := &jobspb.RenderJob{Page: &jobspb.Page{Landscape: true}, Print: &jobspb.Print{PageRanges: "1-2"},
+		Info: &jobspb.DocInfo{Title: "T"}, MaxPages: 50}
+	if err := f.tr.Submit(ctx, r, docs, render, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if len(q.jobs) != 2 {
+		t.Fatalf("%d jobs queued", len(q.jobs))
+	}
+	if k := q.jobs[0].WorkerKind(); k != jobspb.KindChromium || q.jobs[0].GetBatchDocument().GetOffice() != nil {
+		t.Fatalf("the HTML document went to %s: %v", k, q.jobs[0])
+	}
+	job := q.jobs[1]
+	oj := job.GetBatchDocument().GetOffice()
+	if job.WorkerKind() != jobspb.KindOffice || oj == nil || job.GetBatchDocument().GetRender() != nil {
+		t.Fatalf("office document job = %v", job)
+	}
+	if job.OutputKey != blob.BatchPDF(id, 1) || len(oj.InputKeys) != 1 || len(oj.InputNames) != 1 || oj.InputNames[0] != "report.docx" ||
+		!oj.Landscape || oj.PageRanges != "1-2" || oj.GetInfo().GetTitle() != "T" || oj.MaxPages != 50 {
+		t.Fatalf("office job = %v", oj)
+	}
+	if !strings.HasPrefix(oj.InputKeys[0], blob.BatchInputs(id, 1)) {
+		t.Fatalf("office file at %s, not under the document's inputs", oj.InputKeys[0])
+	}
+	rc, _, err := f.tr.blobs.Get(ctx, oj.InputKeys[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	if got, _ := io.ReadAll(rc); string(got) != string(docx) {
+		t.Fatalf("stored %q", got)
+	}
 }

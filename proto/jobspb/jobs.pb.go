@@ -3192,10 +3192,14 @@ func (x *InspectReport) GetSignatures() []*InspectReport_Signature {
 // BatchDocumentJob renders document `index` of a batch and advances the
 // batch (package batch holds its state).
 type BatchDocumentJob struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	BatchId       string                 `protobuf:"bytes,1,opt,name=batch_id,json=batchId,proto3" json:"batch_id,omitempty"`
-	Index         int32                  `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
-	Render        *RenderJob             `protobuf:"bytes,3,opt,name=render,proto3" json:"render,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	BatchId string                 `protobuf:"bytes,1,opt,name=batch_id,json=batchId,proto3" json:"batch_id,omitempty"`
+	Index   int32                  `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
+	Render  *RenderJob             `protobuf:"bytes,3,opt,name=render,proto3" json:"render,omitempty"`
+	// An office document (DESIGN §11) instead of a page: its one input file,
+	// converted by a worker of the office kind with the batch's options;
+	// render is then absent.
+	Office        *OfficeJob `protobuf:"bytes,4,opt,name=office,proto3" json:"office,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3247,6 +3251,13 @@ func (x *BatchDocumentJob) GetIndex() int32 {
 func (x *BatchDocumentJob) GetRender() *RenderJob {
 	if x != nil {
 		return x.Render
+	}
+	return nil
+}
+
+func (x *BatchDocumentJob) GetOffice() *OfficeJob {
+	if x != nil {
+		return x.Office
 	}
 	return nil
 }
@@ -4311,11 +4322,12 @@ const file_jobs_proto_rawDesc = "" +
 	"\x05level\x18\x03 \x01(\tR\x05level\x122\n" +
 	"\x15covers_whole_document\x18\x04 \x01(\bR\x13coversWholeDocument\x12\x14\n" +
 	"\x05valid\x18\x05 \x01(\bR\x05valid\x12\x16\n" +
-	"\x06reason\x18\x06 \x01(\tR\x06reason\"y\n" +
+	"\x06reason\x18\x06 \x01(\tR\x06reason\"\xaf\x01\n" +
 	"\x10BatchDocumentJob\x12\x19\n" +
 	"\bbatch_id\x18\x01 \x01(\tR\abatchId\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x05R\x05index\x124\n" +
-	"\x06render\x18\x03 \x01(\v2\x1c.docrender.jobs.v1.RenderJobR\x06render\"#\n" +
+	"\x06render\x18\x03 \x01(\v2\x1c.docrender.jobs.v1.RenderJobR\x06render\x124\n" +
+	"\x06office\x18\x04 \x01(\v2\x1c.docrender.jobs.v1.OfficeJobR\x06office\"#\n" +
 	"\x06ZipJob\x12\x19\n" +
 	"\bbatch_id\x18\x01 \x01(\tR\abatchId\"\xa1\x01\n" +
 	"\x0fWebhookDelivery\x12\x1f\n" +
@@ -4494,17 +4506,18 @@ var file_jobs_proto_depIdxs = []int32{
 	44, // 50: docrender.jobs.v1.InspectReport.attachments:type_name -> docrender.jobs.v1.InspectReport.Attachment
 	46, // 51: docrender.jobs.v1.InspectReport.signatures:type_name -> docrender.jobs.v1.InspectReport.Signature
 	14, // 52: docrender.jobs.v1.BatchDocumentJob.render:type_name -> docrender.jobs.v1.RenderJob
-	37, // 53: docrender.jobs.v1.Report.failed_requests:type_name -> docrender.jobs.v1.FailedRequest
-	19, // 54: docrender.jobs.v1.Report.template_errors:type_name -> docrender.jobs.v1.TemplateError
-	1,  // 55: docrender.jobs.v1.Result.error_kind:type_name -> docrender.jobs.v1.ErrorKind
-	38, // 56: docrender.jobs.v1.Result.report:type_name -> docrender.jobs.v1.Report
-	33, // 57: docrender.jobs.v1.Result.inspect:type_name -> docrender.jobs.v1.InspectReport
-	32, // 58: docrender.jobs.v1.Result.tool:type_name -> docrender.jobs.v1.ToolOutput
-	59, // [59:59] is the sub-list for method output_type
-	59, // [59:59] is the sub-list for method input_type
-	59, // [59:59] is the sub-list for extension type_name
-	59, // [59:59] is the sub-list for extension extendee
-	0,  // [0:59] is the sub-list for field type_name
+	15, // 53: docrender.jobs.v1.BatchDocumentJob.office:type_name -> docrender.jobs.v1.OfficeJob
+	37, // 54: docrender.jobs.v1.Report.failed_requests:type_name -> docrender.jobs.v1.FailedRequest
+	19, // 55: docrender.jobs.v1.Report.template_errors:type_name -> docrender.jobs.v1.TemplateError
+	1,  // 56: docrender.jobs.v1.Result.error_kind:type_name -> docrender.jobs.v1.ErrorKind
+	38, // 57: docrender.jobs.v1.Result.report:type_name -> docrender.jobs.v1.Report
+	33, // 58: docrender.jobs.v1.Result.inspect:type_name -> docrender.jobs.v1.InspectReport
+	32, // 59: docrender.jobs.v1.Result.tool:type_name -> docrender.jobs.v1.ToolOutput
+	60, // [60:60] is the sub-list for method output_type
+	60, // [60:60] is the sub-list for method input_type
+	60, // [60:60] is the sub-list for extension type_name
+	60, // [60:60] is the sub-list for extension extendee
+	0,  // [0:60] is the sub-list for field type_name
 }
 
 func init() { file_jobs_proto_init() }

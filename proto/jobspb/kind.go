@@ -20,13 +20,18 @@ const (
 func WorkerKinds() []string { return []string{KindChromium, KindPDF, KindOffice} }
 
 // WorkerKind is the kind of worker that takes j: renders, screenshots and
-// Markdown (a render) on chromium, office documents on office.
+// Markdown (a render) on chromium, office documents (a batch's among them)
+// on office.
 func (j *Job) WorkerKind() string {
 	switch j.GetKind().(type) {
 	case *Job_Merge, *Job_Zip, *Job_Inspect, *Job_Tool:
 		return KindPDF
 	case *Job_Office:
 		return KindOffice
+	case *Job_BatchDocument:
+		if j.GetBatchDocument().GetOffice() != nil {
+			return KindOffice
+		}
 	}
 	return KindChromium
 }

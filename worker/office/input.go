@@ -4,48 +4,11 @@ import (
 	"archive/zip"
 	"bytes"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/docrender/docrender/pkg/officefmt"
 )
-
-// container is what a kind's bytes must look like before LibreOffice sees
-// them. LibreOffice opens almost anything as plain text, so without this
-// check a PNG named report.docx would come back as pages of mojibake.
-type container int
-
-const (
-	zipContainer container = iota // OOXML and ODF
-	cfbContainer                  // legacy Microsoft binary formats (and encrypted OOXML)
-	rtfContainer
-	textContainer
-	anyContainer // formats LibreOffice sniffs well by itself (flat XML, WordPerfect, ...)
-)
-
-// containerOf says what a kind's bytes must be; false for a format the
-// engine does not take (refused before it reaches a slot).
-func containerOf(kind string) (container, bool) {
-	switch kind {
-	case "docx", "docm", "dotx", "dotm", "xlsx", "xlsm", "xltx", "xltm",
-		"pptx", "pptm", "potx", "ppsx", "odt", "ods", "odp", "odg",
-		"ott", "ots", "otp", "sxw", "sxc", "sxi":
-		return zipContainer, true
-	case "doc", "dot", "xls", "xlt", "ppt", "pps", "pot":
-		return cfbContainer, true
-	case "rtf":
-		return rtfContainer, true
-	case "txt", "csv":
-		return textContainer, true
-	case "fodt", "fods", "fodp", "fodg", "wpd", "wps", "xml", "vsd", "vsdx", "pub", "abw":
-		return anyContainer, true
-	}
-	return 0, false
-}
-
-// kindOf is the lower-case extension of name, or "" if it has none.
-func kindOf(name string) string {
-	return strings.ToLower(strings.TrimPrefix(filepath.Ext(name), "."))
-}
 
 const (
 	zipMagic = "PK\x03\x04"
@@ -56,16 +19,18 @@ const (
 // document its name says, and a zip whose parts declare more bytes than
 // maxInflated. The declared sizes can lie; the slot's time and memory bounds
 // are what hold then, this check only spares a slot the obvious bomb.
+// LibreOffice opens almost anything as plain text, so without the check a
+// PNG named report.docx would come back as pages of mojibake.
 func checkInput(in Input, maxInflated int64) (string, error) {
 	name := in.Name
-	kind := kindOf(name)
+	kind := officefmt.Kind(name)
 	bad := func(format string, a ...any) error {
 		return &BadInputError{File: name, Reason: fmt.Sprintf(format, a...)}
 	}
 	if len(in.Data) == 0 {
 		return "", bad("the file is empty")
 	}
-	c, ok := containerOf(kind)
+	c, ok := officefmt.ContainerOf(kind)
 	if !ok {
 		if kind == "" {
 			return "", bad("the file name has no extension; name it after its format (.docx, .xlsx, .odt, ...)")
@@ -74,7 +39,7 @@ func checkInput(in Input, maxInflated int64) (string, error) {
 	}
 	data := in.Data
 	switch c {
-	case zipContainer:
+	case officefmt.Zip:
 		if bytes.HasPrefix(data, []byte(cfbMagic)) && !strings.HasPrefix(kind, "o") {
 			// An OOXML file saved with a password is a CFB container with
 			// the encrypted package inside; LibreOffice asks for the
@@ -95,15 +60,15 @@ func checkInput(in Input, maxInflated int64) (string, error) {
 				return "", bad("its parts inflate to more than %d MiB", maxInflated>>20)
 			}
 		}
-	case cfbContainer:
+	case officefmt.CFB:
 		if !bytes.HasPrefix(data, []byte(cfbMagic)) {
 			return "", bad("not a .%s document", kind)
 		}
-	case rtfContainer:
+	case officefmt.RTF:
 		if !bytes.HasPrefix(bytes.TrimLeft(data, "\xef\xbb\xbf \r\n\t"), []byte(`{\rtf`)) {
 			return "", bad("not an RTF document (it does not start with {\\rtf)")
 		}
-	case textContainer:
+	case officefmt.Text:
 		if bytes.IndexByte(data, 0) >= 0 || !utf8.Valid(data) {
 			return "", bad("not a UTF-8 text file")
 		}
