@@ -47,6 +47,7 @@ var pageRe = regexp.MustCompile(`/Type\s*/Page[^s]`)
 func main() {
 	pages := flag.Int("pages", 1000, "the ledger's length in pages (about)")
 	onlyTagged := flag.Bool("tagged-only", false, "only the tagged rows")
+	onlyUntagged := flag.Bool("untagged-only", false, "only the untagged rows")
 	onlySplit := flag.Bool("split-only", false, "only the prints in slices")
 	gateway := flag.String("gateway", "", "a running scaled-out service's gateway URL (scripts/cluster-up) instead of an embedded one")
 	pids := flag.String("pids", "", "with -gateway: the worker processes whose memory to sample, space-separated")
@@ -88,7 +89,7 @@ func main() {
 	fmt.Printf("a ledger of ~%d pages with a \"Page i of n\" footer, c=1\n", *pages)
 	fmt.Printf("%-9s %-28s | %9s %6s %8s | %-13s | %s\n", "tagged", "printed", "seconds", "pages", "MB", "vs one piece", "peak RSS MiB: service (workers) + Chromium | Chromium's cores")
 	for _, tagged := range []bool{true, false} {
-		if !tagged && *onlyTagged {
+		if !tagged && *onlyTagged || tagged && *onlyUntagged {
 			continue
 		}
 		var whole time.Duration
