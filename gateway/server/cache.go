@@ -64,7 +64,7 @@ func inputHash(up *upload, entry string, opts pdfopts.Options) string {
 		Stages []string          `json:"stages,omitempty"`
 		Pages  *jobspb.PagesTool `json:"pages,omitempty"`
 	}{inputHashVersion, nil, entry, opts.FileName, opts.Page, opts.Watermark, opts.UserType, opts.Host,
-		opts.Print, opts.Info, opts.Encryption, opts.Fetch, up.url, recordDigest(opts.Record, up.record), stagesKey(opts.PrintOptions), opts.Pages}
+		opts.Print, opts.Info, opts.Encryption, opts.Fetch, up.url, recordDigest(opts.Record, up.record), stagesKey(opts.Stages, opts.StepsOrdered), opts.Pages}
 	for _, f := range fs {
 		in.Files = append(in.Files, fileSum{f.Name, hex.EncodeToString(f.SHA256)})
 	}
@@ -154,11 +154,11 @@ func (s *Server) answerStored(c echo.Context, sg *storedGenerate, f *files.File,
 	return s.sendBlob(c, blob.FileKey(f.ID), f.Name, f.ContentType, "attachment")
 }
 
-// stagesKey is the steps' order in a caching ID: none given and an empty
-// list differ (the latter is no step at all).
-func stagesKey(o pdfopts.PrintOptions) []string {
-	if !o.StepsOrdered {
+// stagesKey is the steps' order in a caching ID or fingerprint: none
+// given and an empty list differ (the latter is no step at all).
+func stagesKey(order []string, ordered bool) []string {
+	if !ordered {
 		return nil
 	}
-	return append([]string{"stages"}, o.Stages...)
+	return append([]string{"stages"}, order...)
 }

@@ -215,7 +215,7 @@ func (up *mergeUpload) fingerprint() string {
 		Stages []string          `json:",omitempty"`
 		Pages  *jobspb.PagesTool `json:",omitempty"`
 	}{up.names, up.sums, up.fileName, up.userType, up.host, up.watermark, up.info, up.encryption, recordDigest(up.record, up.parts),
-		stagesKey(pdfopts.PrintOptions{Stages: up.steps.Order, StepsOrdered: up.steps.Ordered}), up.steps.Pages})
+		stagesKey(up.steps.Order, up.steps.Ordered), up.steps.Pages})
 	return fingerprint("merge", string(b))
 }
 

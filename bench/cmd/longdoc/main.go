@@ -231,17 +231,8 @@ func rssOf(pid int) int64 {
 // many cores Chromium kept busy (processes that ended meanwhile are not
 // counted: a lower bound).
 func chromiumCPU() time.Duration {
-	entries, _ := os.ReadDir("/proc")
 	var ticks int64
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if err != nil || !strings.Contains(string(cmd), "chrom") {
-			continue
-		}
+	for _, pid := range chromiumPIDs() {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		if err != nil {
 			continue
@@ -263,8 +254,17 @@ func chromiumCPU() time.Duration {
 // chromiumRSS sums the resident memory of every Chromium process (shared
 // pages counted in each: an upper bound).
 func chromiumRSS() int64 {
-	entries, _ := os.ReadDir("/proc")
 	var sum int64
+	for _, pid := range chromiumPIDs() {
+		sum += rssOf(pid)
+	}
+	return sum
+}
+
+// chromiumPIDs are the processes whose command line names Chromium.
+func chromiumPIDs() []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -274,7 +274,7 @@ func chromiumRSS() int64 {
 		if err != nil || !strings.Contains(string(cmd), "chrom") {
 			continue
 		}
-		sum += rssOf(pid)
+		pids = append(pids, pid)
 	}
-	return sum
+	return pids
 }
