@@ -99,6 +99,31 @@ func BenchmarkText(b *testing.B) {
 			}
 		}
 	})
+	b.Run("pdfium-interruptible", func(b *testing.B) {
+		ie, err := New(context.Background(), Config{Instances: 1, Interruptible: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer ie.Close()
+		for b.Loop() {
+			if _, err := ie.Text(context.Background(), pdf, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("pdfium-2-instances", func(b *testing.B) {
+		// An idle worker with two slots: the pages are read on both.
+		e2, err := New(context.Background(), Config{Instances: 2})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer e2.Close()
+		for b.Loop() {
+			if _, err := e2.Text(context.Background(), pdf, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("pdftotext", func(b *testing.B) {
 		tool(b, "pdftotext")
 		for b.Loop() {

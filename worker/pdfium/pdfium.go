@@ -61,6 +61,13 @@ type Config struct {
 	// replaced after its call instead of kept. Wasm memory never shrinks, so
 	// without this each instance would keep the most any document took.
 	RecycleAbove int64
+	// Interruptible makes a done context stop PDFium in the middle of a
+	// call (a page's parsing, text layer or rendering), at 3–4× the CPU time
+	// of every call (docs/decisions.md "PDF tools: engines"). Without it a
+	// done context stops the work at the next call (the next page), the
+	// instance is replaced as with it, and a call that never returns keeps
+	// its instance and a core.
+	Interruptible bool
 	// CacheDir, when set, keeps wazero's compiled PDFium there: a worker
 	// that restarts on the same disk starts in a fraction of the compile
 	// time (BenchmarkNew).
@@ -114,6 +121,10 @@ type Engine struct {
 	cfg   Config
 	pool  gopdfium.Pool
 	cache wazero.CompilationCache // nil without CacheDir
+	// idle holds a token for each instance no call holds: a call takes one
+	// before its instance, so a call can see whether others are idle
+	// (spread) without waiting on the pool.
+	idle chan struct{}
 }
 
 // New compiles PDFium's WebAssembly module once and starts cfg.Instances
@@ -130,9 +141,12 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		// PDFium's setjmp/longjmp are lowered to wasm exceptions.
 		WithCoreFeatures(api.CoreFeaturesV2 | experimental.CoreFeaturesExceptionHandling).
 		WithMemoryLimitPages(uint32(cfg.MaxMemory / wasmPageSize)).
-		// Kill cancels an instance's context: this makes it stop a running
-		// call, which is how a caller's context is honoured.
-		WithCloseOnContextDone(true)
+		// Interruptible: Kill cancels an instance's context, which stops a
+		// running call at its next loop iteration. wazero does that by
+		// leaving the compiled code for Go at every iteration of every loop
+		// (580,000 times a page of testdata/long.pdf), 3.4× the time of the
+		// call. Otherwise a done context is seen between calls.
+		WithCloseOnContextDone(cfg.Interruptible)
 	var cache wazero.CompilationCache
 	if cfg.CacheDir != "" {
 		c, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
@@ -160,7 +174,11 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		}
 		return nil, fmt.Errorf("pdfium: start: %w", err)
 	}
-	return &Engine{cfg: cfg, pool: pool, cache: cache}, nil
+	idle := make(chan struct{}, cfg.Instances)
+	for range cfg.Instances {
+		idle <- struct{}{}
+	}
+	return &Engine{cfg: cfg, pool: pool, cache: cache, idle: idle}, nil
 }
 
 // Close stops every instance; calls under way fail.
@@ -191,6 +209,17 @@ func (e *Engine) run(ctx context.Context, pdf []byte, fn func(in gopdfium.Pdfium
 	if len(pdf) == 0 {
 		return badInput("file", "the file is empty")
 	}
+	select {
+	case <-e.idle:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { e.idle <- struct{}{} }()
+	return e.runTaken(ctx, pdf, fn)
+}
+
+// runTaken is run once an idle token is taken; the caller gives it back.
+func (e *Engine) runTaken(ctx context.Context, pdf []byte, fn func(in gopdfium.Pdfium, doc references.FPDF_DOCUMENT) error) (err error) {
 	in, err := e.pool.GetInstanceWithContext(ctx)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -462,9 +463,10 @@ func TestRecycle(t *testing.T) {
 	}
 }
 
-// TestContext: a done context fails the call at once, a deadline stops a
-// long one mid-way (the instance is killed and replaced), and the next call
-// is served.
+// TestContext: a done context fails the call at once; a deadline stops a
+// long document at the next page, and on an Interruptible engine a long
+// call mid-way (the instance is killed and replaced either way); the next
+// call is served.
 func TestContext(t *testing.T) {
 	e := engine(t)
 	done, cancel := context.WithCancel(context.Background())
@@ -472,19 +474,86 @@ func TestContext(t *testing.T) {
 	if _, err := e.Text(done, textPDF(612, 792, []string{"x"}), nil); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
 	}
-	// Inflating and parsing 200 MB of content takes seconds here.
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	long := readFile(t, benchPDF)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := e.Text(ctx, bombPDF(200<<20), nil)
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("deadline: %v", err)
+	if _, err := e.Text(ctx, long, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("deadline between pages: %v", err)
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("stopped after %v", d)
 	}
 	if _, err := e.Text(context.Background(), textPDF(612, 792, []string{"x"}), nil); err != nil {
 		t.Fatal(err)
+	}
+
+	ie, err := New(context.Background(), Config{Instances: 1, MaxMemory: 256 << 20, Interruptible: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ie.Close()
+	// Inflating and parsing 200 MB of content takes seconds here.
+	ctx, cancel = context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start = time.Now()
+	_, err = ie.Text(ctx, bombPDF(200<<20), nil)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("deadline mid-call: %v", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("stopped after %v", d)
+	}
+	if _, err := ie.Text(context.Background(), textPDF(612, 792, []string{"x"}), nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTextSpread: with idle instances, the pages of a long document are
+// read in ranges on several at once; the text is the one page after page
+// on one instance gives, in the order asked, and an error in any range
+// is the call's.
+func TestTextSpread(t *testing.T) {
+	e := engine(t) // 2 instances
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("one core: Text does not spread")
+	}
+	long := readFile(t, benchPDF)
+	pages := []int{50, 3, 1, 2, 49, 7, 7, 20, 33, 12, 11, 10, 9, 8, 40, 41, 42}
+	var want strings.Builder
+	for _, p := range pages {
+		one, err := e.Text(context.Background(), long, []int{p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want.WriteString(one)
+	}
+	got, err := e.Text(context.Background(), long, pages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want.String() {
+		t.Errorf("spread text differs from page by page:\n%q\nwant\n%q", got, want.String())
+	}
+	all, err := e.Text(context.Background(), long, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(all, "\f"); n != 50 {
+		t.Errorf("%d pages, want 50", n)
+	}
+	// The output bound holds across ranges.
+	small, err := New(context.Background(), Config{Instances: 2, MaxMemory: 256 << 20, MaxOutput: int64(len(all) / 2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer small.Close()
+	var bad *BadInputError
+	if _, err := small.Text(context.Background(), long, nil); !errors.As(err, &bad) || bad.Param != "pages" {
+		t.Errorf("past MaxOutput: %v", err)
+	}
+	if _, err := small.Text(context.Background(), long, []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}); err != nil {
+		t.Errorf("under MaxOutput: %v", err)
 	}
 }
 

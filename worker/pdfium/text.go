@@ -3,6 +3,7 @@ package pdfium
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 
 	gopdfium "github.com/klippa-app/go-pdfium"
 	"github.com/klippa-app/go-pdfium/references"
@@ -13,27 +14,36 @@ import (
 // the reading order PDFium gives, each page followed by a form feed as
 // pdftotext writes it.
 func (e *Engine) Text(ctx context.Context, pdf []byte, pages []int) (string, error) {
-	var out strings.Builder
+	var texts []string
 	err := e.run(ctx, pdf, func(in gopdfium.Pdfium, doc references.FPDF_DOCUMENT) error {
 		idx, err := e.pageList(in, doc, pages)
 		if err != nil {
 			return err
 		}
-		for _, i := range idx {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			t, err := e.pageText(in, doc, i, e.cfg.MaxOutput-int64(out.Len()))
+		texts = make([]string, len(idx))
+		var used atomic.Int64 // bytes of text so far, on all instances
+		return e.spread(ctx, pdf, in, doc, len(idx), func(_ context.Context, in gopdfium.Pdfium, doc references.FPDF_DOCUMENT, k int) error {
+			t, err := e.pageText(in, doc, idx[k], e.cfg.MaxOutput-used.Load())
 			if err != nil {
 				return err
 			}
-			out.WriteString(t)
-			out.WriteByte('\f')
-		}
-		return nil
+			used.Add(int64(len(t)) + 1)
+			texts[k] = t
+			return nil
+		})
 	})
 	if err != nil {
 		return "", err
+	}
+	var out strings.Builder
+	n := 0
+	for _, t := range texts {
+		n += len(t) + 1
+	}
+	out.Grow(n)
+	for _, t := range texts {
+		out.WriteString(t)
+		out.WriteByte('\f')
 	}
 	return out.String(), nil
 }
