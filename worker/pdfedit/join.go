@@ -94,6 +94,11 @@ func JoinStamped(ctx context.Context, parts [][]byte, outline []Heading, bands [
 	if maxPages <= 0 {
 		maxPages = limits.MergePages
 	}
+	if d, err := newLazyDoc(parts); err == nil {
+		if pages, done, err := joinLazy(ctx, d, outline, bands, maxPages, w); done {
+			return pages, err
+		}
+	}
 	inputs := make([]Input, len(parts))
 	for i, p := range parts {
 		inputs[i] = Input{Name: fmt.Sprintf("part %d", i+1), R: bytes.NewReader(p)}
@@ -121,7 +126,7 @@ func JoinStamped(ctx context.Context, parts [][]byte, outline []Heading, bands [
 	// The parts' outlines are replaced, never merged (MergeXRefTables would
 	// link them otherwise).
 	dest.Configuration.CreateBookmarks = false
-	j, err := newJoiner(dest)
+	j, err := newJoiner(dest, dest)
 	if err != nil {
 		return 0, &BadInputError{Name: name, Reason: "cannot join this part: " + truncate(err.Error())}
 	}
@@ -159,10 +164,25 @@ func JoinStamped(ctx context.Context, parts [][]byte, outline []Heading, bands [
 	return pages, nil
 }
 
+// joinStore is where the joiner finds and adds objects: part 1's pdfcpu
+// context (the other parts merged into it), or a lazyDoc.
+type joinStore interface {
+	Dereference(o types.Object) (types.Object, error)
+	DereferenceDict(o types.Object) (types.Dict, error)
+	DereferenceArray(o types.Object) (types.Array, error)
+	IndRefForNewObject(o types.Object) (*types.IndirectRef, error)
+}
+
+// eachFunc calls f as eachDict does on the dictionaries of a part (or of
+// the whole result); hint and keep may narrow them to the objects whose
+// bytes hold hint and pass keep, when the store can tell.
+type eachFunc func(hint string, keep func([]byte) bool, f func(types.Dict))
+
 // joiner accumulates the parts into the first one's context.
 type joiner struct {
-	dest *model.Context
-	root types.Dict // dest's catalog
+	dest    joinStore
+	root    types.Dict // dest's catalog
+	eachAll eachFunc   // over the whole result
 
 	// tagged: every part so far has a structure tree.
 	tagged bool
@@ -190,12 +210,15 @@ type idEntry struct {
 	ref types.Object // the element
 }
 
-func newJoiner(dest *model.Context) (*joiner, error) {
-	root, err := dest.Catalog()
+func newJoiner(dest joinStore, catalog interface{ Catalog() (types.Dict, error) }) (*joiner, error) {
+	root, err := catalog.Catalog()
 	if err != nil {
 		return nil, err
 	}
 	j := &joiner{dest: dest, root: root, ids: map[string]idEntry{}, roleMap: types.Dict{}, clsMap: types.Dict{}}
+	if pc, ok := dest.(*model.Context); ok {
+		j.eachAll = func(_ string, _ func([]byte) bool, f func(types.Dict)) { eachDict(pc, f) }
+	}
 	strRef, ok := root["StructTreeRoot"].(types.IndirectRef)
 	if !ok {
 		return j, nil
@@ -228,7 +251,7 @@ func (j *joiner) add(i int, pc *model.Context) error {
 	// MergeXRefTables copies the part's /Dests over the result's: the last
 	// definition would win. Keep the first.
 	kept := maps.Clone(j.dests())
-	if err := pdfcpu.MergeXRefTables(fmt.Sprintf("part %d", i+1), pc, j.dest, false, false); err != nil {
+	if err := pdfcpu.MergeXRefTables(fmt.Sprintf("part %d", i+1), pc, j.dest.(*model.Context), false, false); err != nil {
 		return err
 	}
 	if d := j.dests(); d != nil {
@@ -249,7 +272,7 @@ func (j *joiner) add(i int, pc *model.Context) error {
 		j.tagged = false
 		return nil
 	}
-	j.addStruct(i, pc, strRef, str)
+	j.addStruct(i, func(_ string, _ func([]byte) bool, f func(types.Dict)) { eachDict(pc, f) }, strRef, str)
 	return nil
 }
 
@@ -286,11 +309,11 @@ func (j *joiner) dests() types.Dict {
 //     /StructParents, its annotations' /StructParent are offset alike.
 //   - IDs (IDTree, and the /Headers of table cells that name them) stay
 //     unique: an ID already taken by another element is renamed.
-func (j *joiner) addStruct(i int, pc *model.Context, strRef types.IndirectRef, str types.Dict) {
+func (j *joiner) addStruct(i int, each eachFunc, strRef types.IndirectRef, str types.Dict) {
 	clear(j.replaced)
 	clear(j.idRename)
 	offset := j.nextKey
-	shiftStructParents(pc, offset)
+	shiftStructParents(each, offset)
 
 	partRef, part := j.container(strRef, str)
 	kids := kidsOf(part["K"])
@@ -315,7 +338,7 @@ func (j *joiner) addStruct(i int, pc *model.Context, strRef types.IndirectRef, s
 	j.addParentTree(str, offset)
 	j.addIDs(str, i)
 	if len(j.idRename) > 0 {
-		j.renameHeaders(pc)
+		j.renameHeaders(each)
 	}
 	j.addMaps(str)
 }
@@ -540,7 +563,7 @@ func (j *joiner) headerRows(ks types.Array) *header {
 // XObjects) and /StructParent (annotations) of the part: the objects of
 // its table and the dictionaries directly inside them (an /Annots array
 // of direct annotations).
-func shiftStructParents(pc *model.Context, offset int) {
+func shiftStructParents(each eachFunc, offset int) {
 	if offset == 0 {
 		return
 	}
@@ -551,7 +574,7 @@ func shiftStructParents(pc *model.Context, offset int) {
 			}
 		}
 	}
-	eachDict(pc, shift)
+	each("/StructParent", nil, shift)
 }
 
 // eachDict calls f on every dictionary of pc's table, and on the
@@ -698,7 +721,7 @@ func (j *joiner) addIDs(str types.Dict, i int) {
 // renameHeaders rewrites the /Headers attributes (the IDs of a table
 // cell's header cells) of the part's elements after addIDs and mergeElem
 // renamed IDs.
-func (j *joiner) renameHeaders(pc *model.Context) {
+func (j *joiner) renameHeaders(each eachFunc) {
 	fix := func(o types.Object) {
 		d, err := j.dest.DereferenceDict(o)
 		if err != nil || d == nil {
@@ -716,7 +739,7 @@ func (j *joiner) renameHeaders(pc *model.Context) {
 			}
 		}
 	}
-	eachDict(pc, func(d types.Dict) {
+	each("/Headers", j.mayName, func(d types.Dict) {
 		if _, ok := d["S"].(types.Name); !ok {
 			return
 		}
@@ -840,7 +863,7 @@ func (j *joiner) writeStruct() error {
 func (j *joiner) untag() {
 	delete(j.root, "StructTreeRoot")
 	delete(j.root, "MarkInfo")
-	eachDict(j.dest, func(d types.Dict) {
+	j.eachAll("/StructParent", nil, func(d types.Dict) {
 		delete(d, "StructParents")
 		delete(d, "StructParent")
 	})
