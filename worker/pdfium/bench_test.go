@@ -16,7 +16,8 @@ import (
 //
 //	go test -run '^$' -bench . -benchtime 3x ./pdfium/
 //
-// Measured on the 2-core dev machine (AMD EPYC, others' tests running):
+// Measured on the 2-core dev machine (AMD EPYC, others' tests running),
+// before the engine ran without wazero's termination checks:
 //
 //	Text, 50 pages          pdfium 1.11 s   pdftotext -enc UTF-8          0.108 s  (10× slower)
 //	Markdown, 50 pages      pdfium 3.70 s
@@ -24,8 +25,11 @@ import (
 //	Images PNG 150 dpi      pdfium 3.54 s   pdftoppm -png -r 150 13.12 s  (3.7× faster)
 //	Images JPEG / WebP 72   pdfium 1.54 s / 4.15 s
 //
-// Text's time is PDFium's own (FPDF_LoadPage 13 ms and FPDFText_LoadPage
-// 17 ms a page inside wasm; copying the text out is under 1 ms).
+// Without them (Config.Interruptible false, the default), on a machine
+// whose load made pdftotext take 0.21–0.28 s: Text 0.68–1.04 s on one
+// instance, 2.3–2.8 s Interruptible (docs/benchmarks.md "PDF tools").
+// Text's time is PDFium's own (FPDF_LoadPage and FPDFText_LoadPage inside
+// wasm; copying the text out is under 1 ms a page).
 
 const benchPDF = "testdata/long.pdf"
 

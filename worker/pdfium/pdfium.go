@@ -227,8 +227,9 @@ func (e *Engine) runTaken(ctx context.Context, pdf []byte, fn func(in gopdfium.P
 		}
 		return fmt.Errorf("pdfium: take an instance: %w", err)
 	}
-	// A done context kills the instance mid-call (WithCloseOnContextDone);
-	// the call then fails with wazero's error, reported as ctx.Err().
+	// A done context kills the instance: an Interruptible one stops
+	// mid-call, any other when the call under way returns; the next call
+	// fails on the closed instance, and either way the error is ctx.Err().
 	killed := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
 		_ = in.Kill()
