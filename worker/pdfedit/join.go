@@ -175,8 +175,9 @@ type joinStore interface {
 
 // eachFunc calls f as eachDict does on the dictionaries of a part (or of
 // the whole result); hint and keep may narrow them to the objects whose
-// bytes hold hint and pass keep, when the store can tell.
-type eachFunc func(hint string, keep func([]byte) bool, f func(types.Dict))
+// bytes hold hint and pass keep, when the store can tell. f says whether
+// it changed the dictionary.
+type eachFunc func(hint string, keep func([]byte) bool, f func(types.Dict) bool)
 
 // joiner accumulates the parts into the first one's context.
 type joiner struct {
@@ -217,7 +218,9 @@ func newJoiner(dest joinStore, catalog interface{ Catalog() (types.Dict, error) 
 	}
 	j := &joiner{dest: dest, root: root, ids: map[string]idEntry{}, roleMap: types.Dict{}, clsMap: types.Dict{}}
 	if pc, ok := dest.(*model.Context); ok {
-		j.eachAll = func(_ string, _ func([]byte) bool, f func(types.Dict)) { eachDict(pc, f) }
+		j.eachAll = func(_ string, _ func([]byte) bool, f func(types.Dict) bool) {
+			eachDict(pc, func(d types.Dict) { f(d) })
+		}
 	}
 	strRef, ok := root["StructTreeRoot"].(types.IndirectRef)
 	if !ok {
@@ -272,7 +275,9 @@ func (j *joiner) add(i int, pc *model.Context) error {
 		j.tagged = false
 		return nil
 	}
-	j.addStruct(i, func(_ string, _ func([]byte) bool, f func(types.Dict)) { eachDict(pc, f) }, strRef, str)
+	j.addStruct(i, func(_ string, _ func([]byte) bool, f func(types.Dict) bool) {
+		eachDict(pc, func(d types.Dict) { f(d) })
+	}, strRef, str)
 	return nil
 }
 
@@ -567,12 +572,15 @@ func shiftStructParents(each eachFunc, offset int) {
 	if offset == 0 {
 		return
 	}
-	shift := func(d types.Dict) {
+	shift := func(d types.Dict) bool {
+		changed := false
 		for _, k := range []string{"StructParents", "StructParent"} {
 			if v, ok := d[k].(types.Integer); ok {
 				d[k] = v + types.Integer(offset)
+				changed = true
 			}
 		}
+		return changed
 	}
 	each("/StructParent", nil, shift)
 }
@@ -722,6 +730,7 @@ func (j *joiner) addIDs(str types.Dict, i int) {
 // cell's header cells) of the part's elements after addIDs and mergeElem
 // renamed IDs.
 func (j *joiner) renameHeaders(each eachFunc) {
+	changed := false
 	fix := func(o types.Object) {
 		d, err := j.dest.DereferenceDict(o)
 		if err != nil || d == nil {
@@ -735,18 +744,20 @@ func (j *joiner) renameHeaders(each eachFunc) {
 			if s, ok := stringOf(h); ok {
 				if to, ok := j.idRename[s]; ok {
 					hs[i] = newString(to)
+					changed = true
 				}
 			}
 		}
 	}
-	each("/Headers", j.mayName, func(d types.Dict) {
+	each("/Headers", j.mayName, func(d types.Dict) bool {
 		if _, ok := d["S"].(types.Name); !ok {
-			return
+			return false
 		}
 		attrs, err := j.dest.Dereference(d["A"])
 		if err != nil {
-			return
+			return false
 		}
+		changed = false
 		switch v := attrs.(type) {
 		case types.Dict:
 			fix(v)
@@ -755,6 +766,7 @@ func (j *joiner) renameHeaders(each eachFunc) {
 				fix(a)
 			}
 		}
+		return changed
 	})
 }
 
@@ -863,9 +875,10 @@ func (j *joiner) writeStruct() error {
 func (j *joiner) untag() {
 	delete(j.root, "StructTreeRoot")
 	delete(j.root, "MarkInfo")
-	j.eachAll("/StructParent", nil, func(d types.Dict) {
+	j.eachAll("/StructParent", nil, func(d types.Dict) bool {
 		delete(d, "StructParents")
 		delete(d, "StructParent")
+		return true
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,7 +24,8 @@ import (
 // heap (live and garbage not yet swept, sampled every 20 ms), the peak
 // resident set of the process during the join (VmHWM, reset before it)
 // and the output's size. $DOCRENDER_JOINPARTS_OUT: write the last result
-// there.
+// there. $DOCRENDER_JOINPARTS_REPEAT=n joins the parts n times over
+// (a document n times as long, without bands).
 //
 //	DOCRENDER_JOINPARTS=/tmp/joinparts/1000 go test -run '^$' -bench JoinParts -benchtime 1x ./pdfedit/
 func BenchmarkJoinParts(b *testing.B) {
@@ -44,6 +46,17 @@ func BenchmarkJoinParts(b *testing.B) {
 	}
 	bands, err := os.ReadFile(filepath.Join(dir, "bands.pdf"))
 	if err != nil {
+		bands = nil
+	}
+	if n, _ := strconv.Atoi(os.Getenv("DOCRENDER_JOINPARTS_REPEAT")); n > 1 {
+		// The parts n times over: a document n times as long (IDs taken
+		// again, renamed; destinations defined again, the first kept),
+		// without bands.
+		all := slices.Clone(parts)
+		for range n - 1 {
+			parts = append(parts, all...)
+		}
+		size *= n
 		bands = nil
 	}
 	b.Logf("%d parts, %.1f MB; bands: %d bytes", len(parts), float64(size)/1e6, len(bands))

@@ -361,7 +361,7 @@ func (d *lazyDoc) IndRefForNewObject(o types.Object) (*types.IndirectRef, error)
 
 // eachPart calls f as eachDict does on the objects of part i whose bytes
 // (stream data included) hold hint and pass keep (nil: all), parsed.
-func (d *lazyDoc) eachPart(i int, hint string, keep func([]byte) bool, f func(types.Dict)) {
+func (d *lazyDoc) eachPart(i int, hint string, keep func([]byte) bool, f func(types.Dict) bool) {
 	p := d.parts[i]
 	b, h := p.data, []byte(hint)
 	lastObj := -1
@@ -394,9 +394,19 @@ func (d *lazyDoc) eachPart(i int, hint string, keep func([]byte) bool, f func(ty
 			}
 		}
 		nr := p.base + n
+		_, had := d.x.Table[nr]
 		d.load(nr)
 		if e, ok := d.x.Table[nr]; ok {
-			eachDictIn(e.Object, f)
+			changed := false
+			eachDictIn(e.Object, func(dd types.Dict) {
+				if f(dd) {
+					changed = true
+				}
+			})
+			if !had && !changed {
+				// Only looked at: copied as bytes.
+				delete(d.x.Table, nr)
+			}
 		}
 	}
 }
@@ -847,7 +857,7 @@ func joinLazy(ctx context.Context, d *lazyDoc, outline []Heading, bands []byte, 
 	if err != nil {
 		return 0, false, nil
 	}
-	j.eachAll = func(hint string, keep func([]byte) bool, f func(types.Dict)) {
+	j.eachAll = func(hint string, keep func([]byte) bool, f func(types.Dict) bool) {
 		for i := range d.parts {
 			d.eachPart(i, hint, keep, f)
 		}
@@ -957,13 +967,16 @@ func (j *joiner) addLazy(i int, d *lazyDoc) {
 		j.tagged = false
 		return
 	}
-	j.addStruct(i, func(hint string, keep func([]byte) bool, f func(types.Dict)) { d.eachPart(i, hint, keep, f) }, strRef, str)
+	j.addStruct(i, func(hint string, keep func([]byte) bool, f func(types.Dict) bool) { d.eachPart(i, hint, keep, f) }, strRef, str)
 }
 
 // mayName: the bytes of an object may name an ID renamed in this part
 // (renameHeaders' filter): they hold one as written, or an ID would not be
 // written as itself.
 func (j *joiner) mayName(b []byte) bool {
+	if len(j.idRename) > 16 {
+		return true
+	}
 	for id := range j.idRename {
 		if id == "" || strings.ContainsAny(id, "()\\") || strings.ContainsFunc(id, func(r rune) bool { return r < 0x20 || r > 0x7e }) {
 			return true
