@@ -22,6 +22,14 @@ type ToolOptions struct {
 	UserType string `json:"userType,omitempty"`
 }
 
+// PDFSteps are the steps the tools whose output is a PDF (split: each
+// part; pages, flatten, optimize, metadata) run on it afterwards, in the
+// order given: NewStage(StageWatermark, ...), NewStage(StagePDFA, ...),
+// NewStage(StageSign, ...) (DESIGN §11 stages).
+type PDFSteps struct {
+	Stages []Stage `json:"stages,omitempty"`
+}
+
 // SplitRequest cuts a PDF into several: by Ranges ("1-3,4-9", one file
 // each) or Every n pages, not both. The answer is a ZIP of PDFs.
 type SplitRequest struct {
@@ -29,6 +37,7 @@ type SplitRequest struct {
 	Ranges string `json:"ranges,omitempty"`
 	Every  int    `json:"every,omitempty"`
 	ToolOptions
+	PDFSteps
 }
 
 // PagesRequest selects, reorders, rotates and deletes pages; every page
@@ -43,12 +52,14 @@ type PagesRequest struct {
 	// Delete leaves pages out ("2,5-6").
 	Delete string `json:"delete,omitempty"`
 	ToolOptions
+	PDFSteps
 }
 
 // FlattenRequest burns form fields and annotations into the pages.
 type FlattenRequest struct {
 	File Upload `json:"-"`
 	ToolOptions
+	PDFSteps
 }
 
 // OptimizeRequest makes a PDF smaller. Download.BytesBefore and
@@ -62,6 +73,7 @@ type OptimizeRequest struct {
 	// 150; 0 keeps their size).
 	MaxImageDpi *int `json:"maxImageDpi,omitempty"`
 	ToolOptions
+	PDFSteps
 }
 
 // MetadataRequest rewrites a PDF's document information (Info and XMP).
@@ -69,6 +81,7 @@ type MetadataRequest struct {
 	File     Upload    `json:"-"`
 	Metadata *Metadata `json:"metadata"`
 	ToolOptions
+	PDFSteps
 }
 
 // TextRequest reads a PDF's text: Format "text" (the default) or

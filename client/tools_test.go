@@ -50,6 +50,9 @@ func TestTools(t *testing.T) {
 			return c.Pages(ctx, PagesRequest{File: pdf, Select: "2,1", Rotate: map[string]int{"1": 90}, ToolOptions: ToolOptions{FileName: "x"}})
 		}, "/pdf/pages", `{"fileName":"x","rotate":{"1":90},"select":"2,1"}`},
 		{func() (*Download, error) { return c.Flatten(ctx, FlattenRequest{File: pdf}) }, "/pdf/flatten", `{}`},
+		{func() (*Download, error) {
+			return c.Flatten(ctx, FlattenRequest{File: pdf, PDFSteps: PDFSteps{Stages: []Stage{NewStage(StagePDFA, map[string]any{"level": PDFA2B})}}})
+		}, "/pdf/flatten", `{"stages":[{"level":"2b","op":"pdfa"}]}`},
 		{func() (*Download, error) { return c.Optimize(ctx, OptimizeRequest{File: pdf, MaxImageDpi: Int(0)}) }, "/pdf/optimize", `{"maxImageDpi":0}`},
 		{func() (*Download, error) {
 			return c.SetMetadata(ctx, MetadataRequest{File: pdf, Metadata: &Metadata{Title: "T"}})

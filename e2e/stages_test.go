@@ -91,3 +91,91 @@ func TestStages(t *testing.T) {
 		}
 	}
 }
+
+// TestToolStages (DESIGN §11, issue 25 item 4): the tools whose output is
+// a PDF take stages, run on their output (each part of a split) in the
+// caller's order; an attachments step takes the uploaded parts; the tools
+// that make no PDF refuse stages; a step the output cannot take is a 400
+// naming it, and nothing is charged for a refusal.
+func TestToolStages(t *testing.T) {
+	svc := sharedService(t)
+	c := newClient(t, svc)
+	doc := c.generatePDF(threePages, nil)
+	one := []file{pdfFile("tools.pdf", doc)}
+	used := c.usage()
+
+	// pages, then a watermark on the new first page, then metadata and PDF/A.
+	resp := c.tool("flatten", one, `{"stages":[{"op":"pages","select":"3,1"},{"op":"watermark","text":"STAMPED","pages":"1","fontSize":40,"rotation":0},{"op":"metadata","title":"Flattened"},{"op":"pdfa","level":"2b"}]}`)
+	mustStatus(t, resp, http.StatusOK)
+	pdf := readAll(t, resp)
+	checkPDF(t, pdf, "PAGETHREE", "PAGEONE")
+	if first, second := pageText(t, pdf, 1), pageText(t, pdf, 2); !strings.Contains(first, "STAMPED") || strings.Contains(second, "STAMPED") {
+		t.Errorf("the watermark is not on the new first page only: %q / %q", first, second)
+	}
+	if info := pdfInfoFields(t, pdf, ""); info["Title"] != "Flattened" || info["Pages"] != "2" {
+		t.Errorf("pdfinfo %v", info)
+	}
+	if got := resp.Header.Get("X-PDF-Pages"); got != "2" {
+		t.Errorf("X-PDF-Pages %q, want the count after the pages step", got)
+	}
+	if meta := run(t, "pdfinfo", "-meta", writeTemp(t, pdf, ".pdf")); !strings.Contains(meta, "pdfaid:part") {
+		t.Errorf("no PDF/A claim in the XMP:\n%s", meta)
+	}
+
+	// split: every part goes through the steps; an uploaded attachment
+	// lands in each.
+	files := append([]file{{Field: "attachments", Name: "data.csv", Type: "text/csv", Data: []byte("a,b\n1,2\n")}}, one...)
+	resp = c.tool("split", files, `{"every":2,"stages":[{"op":"metadata","title":"Part"},{"op":"attachments"}]}`)
+	mustStatus(t, resp, http.StatusOK)
+	names, entries := unzip(t, readAll(t, resp))
+	if len(names) != 2 {
+		t.Fatalf("split entries %v", names)
+	}
+	for i, n := range names {
+		part := entries[n]
+		checkPDF(t, part, [][]string{{"PAGEONE", "PAGETWO"}, {"PAGETHREE"}}[i]...)
+		if title := pdfInfoFields(t, part, "")["Title"]; title != "Part" {
+			t.Errorf("%s: title %q", n, title)
+		}
+		if list := run(t, "pdfdetach", "-list", writeTemp(t, part, ".pdf")); !strings.Contains(list, "data.csv") {
+			t.Errorf("%s: no attachment:\n%s", n, list)
+		}
+	}
+
+	// The metadata tool and an encryption step after it.
+	resp = c.tool("metadata", one, `{"metadata":{"title":"Locked"},"stages":[{"op":"encrypt","userPassword":"open-sesame","ownerPassword":"owner"}]}`)
+	mustStatus(t, resp, http.StatusOK)
+	locked := readAll(t, resp)
+	if code, out := exitStatus(t, "pdfinfo", writeTemp(t, locked, ".pdf")); code == 0 || !strings.Contains(out, "Incorrect password") {
+		t.Errorf("pdfinfo without the password: %d %s", code, out)
+	}
+	if info := pdfInfoFields(t, locked, "open-sesame"); info["Title"] != "Locked" || info["Encrypted"] == "no" {
+		t.Errorf("pdfinfo with the password: %v", info)
+	}
+	if n := c.usage(); n != used+3 {
+		t.Errorf("conversions used %d, want %d", n, used+3)
+	}
+
+	// Refusals, each naming the field; none charged.
+	for _, tc := range []struct {
+		op, options, field string
+	}{
+		{"text", `{"stages":[{"op":"metadata","title":"T"}]}`, "stages"},
+		{"images", `{"stages":[]}`, "stages"},
+		{"optimize", `{"stages":[{"op":"pdfa","level":"2b"},{"op":"watermark","text":"A"}]}`, "stages[1].op"},
+		{"pages", `{"select":"1","stages":[{"op":"shred"}]}`, "stages[0].op"},
+		// The shared service signs nothing: named at the step.
+		{"flatten", `{"stages":[{"op":"sign","identity":"nobody"}]}`, "stages[0]"},
+		{"flatten", `{"stages":[{"op":"attachments"}]}`, "stages[0].attachments"},
+		// Known only once the tool ran: the output has 1 page.
+		{"pages", `{"select":"2","stages":[{"op":"pages","select":"2"}]}`, "stages[0].select"},
+	} {
+		resp := c.tool(tc.op, one, tc.options)
+		if e := expectError(t, resp, http.StatusBadRequest, "BAD_REQUEST"); e.Field != tc.field {
+			t.Errorf("%s %s: field %q, want %q (%s)", tc.op, tc.options, e.Field, tc.field, e.Message)
+		}
+	}
+	if n := c.usage(); n != used+3 {
+		t.Errorf("conversions used %d after the refusals, want %d", n, used+3)
+	}
+}

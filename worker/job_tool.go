@@ -49,6 +49,10 @@ func (w *Worker) handleTool(ctx context.Context, job *jobspb.Job) (*jobspb.Resul
 	if err != nil && ctx.Err() == nil && tctx.Err() != nil {
 		return failure(jobspb.ErrorKind_ERROR_KIND_TIMEOUT, fmt.Sprintf("The PDF tool exceeded the time limit of %s.", timeout)), nil
 	}
+	var sf *stepFailure
+	if errors.As(err, &sf) {
+		return stepsFailure(err, editFailure)
+	}
 	if err != nil {
 		return toolFailure(tj.InputName, err)
 	}
@@ -70,6 +74,12 @@ func (w *Worker) runTool(ctx context.Context, tj *jobspb.ToolJob, data []byte) (
 		var parts [][]byte
 		if parts, err = pdfedit.Split(ctx, bytes.NewReader(data), t.Split.Ranges, int(t.Split.Every), pdfopts.MaxSplitParts); err != nil {
 			return nil, err
+		}
+		// The stages run on each part: a part is a document of its own.
+		for i := range parts {
+			if parts[i], _, err = w.runSteps(ctx, parts[i], toolSteps(tj)); err != nil {
+				return nil, err
+			}
 		}
 		names := numbered(tj.FileName, len(parts), func(i int) int { return i + 1 }, "pdf")
 		return zipOutput(out, names, parts)
@@ -97,7 +107,14 @@ func (w *Worker) runTool(ctx context.Context, tj *jobspb.ToolJob, data []byte) (
 	if err != nil {
 		return nil, err
 	}
-	out.data = buf.Bytes()
+	data, after, err := w.runSteps(ctx, buf.Bytes(), toolSteps(tj))
+	if err != nil {
+		return nil, err
+	}
+	if after > 0 {
+		out.pages = after
+	}
+	out.data = data
 	return out, nil
 }
 

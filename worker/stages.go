@@ -17,7 +17,8 @@ import (
 )
 
 // steps are a job's post-processing steps (DESIGN §6, §8, §11): the same
-// for every job kind that outputs a PDF (renders, batch documents, merges).
+// for every job kind that outputs a PDF (renders, batch documents, merges,
+// the PDF tools).
 type steps struct {
 	// order is the client's stages when ordered, else §8's fixed order
 	// applies.
@@ -38,6 +39,11 @@ func renderSteps(rj *jobspb.RenderJob) steps {
 func mergeSteps(mj *jobspb.MergeJob) steps {
 	return steps{order: mj.GetStages(), ordered: mj.GetStepsOrdered(), pages: mj.GetPagesStage(),
 		wm: mj.GetWatermark(), info: mj.GetInfo(), enc: mj.GetEncryption(), rec: mj.GetRecord()}
+}
+
+func toolSteps(tj *jobspb.ToolJob) steps {
+	return steps{order: tj.GetStages(), ordered: tj.GetStepsOrdered(), pages: tj.GetPagesStage(),
+		wm: tj.GetWatermark(), info: tj.GetInfo(), enc: tj.GetEncryption(), rec: tj.GetRecord()}
 }
 
 // stepFailure is a failed step: which sorting of its error applies

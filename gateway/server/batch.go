@@ -180,12 +180,12 @@ func (b *batchAPI) parseBatch(c echo.Context, u *account.User) (*batchPlan, erro
 			return nil, err
 		}
 	}
-	if err := b.s.checkRecord(p.opts.Record, u); err != nil {
+	if err := b.s.checkRecord(p.opts.Record, u, p.opts.Stages); err != nil {
 		return nil, err
 	}
 	for i, own := range p.own {
 		if own != nil {
-			if err := b.s.checkRecord(own.Record, u); err != nil {
+			if err := b.s.checkRecord(own.Record, u, own.Stages); err != nil {
 				return nil, inDocument(i, err)
 			}
 		}

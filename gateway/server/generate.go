@@ -80,7 +80,7 @@ func (s *Server) readGenerate(c echo.Context, job *jobspb.Job, source func(conte
 // ID hashes.
 func (s *Server) runGenerate(c echo.Context, u *account.User, job *jobspb.Job, up *upload, entry string, opts pdfopts.Options, source func(*jobspb.RenderJob) error) error {
 	ctx := c.Request().Context()
-	if err := s.checkRecord(opts.Record, u); err != nil {
+	if err := s.checkRecord(opts.Record, u, opts.Stages); err != nil {
 		return err
 	}
 	if err := pdfopts.CheckStages(opts.Steps()); err != nil {

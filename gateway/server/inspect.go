@@ -13,7 +13,7 @@ import (
 // "files"; a worker reads it and says what it is and claims. It counts no
 // conversion. The PDF is read as merge reads its inputs.
 func (s *Server) inspect(c echo.Context) error {
-	return s.withOnePDF(func(c echo.Context, _ *account.User, job *jobspb.Job, up *mergeUpload) error {
+	return s.withOnePDF(false, func(c echo.Context, _ *account.User, job *jobspb.Job, up *mergeUpload) error {
 		job.Kind = &jobspb.Job_Inspect{Inspect: &jobspb.InspectJob{InputKey: up.keys[0], InputName: up.names[0]}}
 		res, err := s.runJob(c.Request().Context(), job)
 		if err != nil {

@@ -180,7 +180,7 @@ func (s *Server) readMerge(c echo.Context, prefix string, record *recordParts) (
 	if err := up.parseOptions(); err != nil {
 		return nil, err
 	}
-	if err := s.checkRecord(up.record, currentUser(c)); err != nil {
+	if err := s.checkRecord(up.record, currentUser(c), up.steps.Order); err != nil {
 		return nil, err
 	}
 	return up, nil

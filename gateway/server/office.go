@@ -63,7 +63,7 @@ func (s *Server) office(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.checkRecord(oj.Record, u); err != nil {
+	if err := s.checkRecord(oj.Record, u, oj.Stages); err != nil {
 		return err
 	}
 	// The plan's pages bound a conversion as they bound a render.

@@ -150,7 +150,11 @@ func recordDigest(rec *jobspb.Record, parts *recordParts) *jobspb.Record {
 
 // checkRecord is what a request's §8 options need from the gateway beyond
 // their syntax: an e-invoice's XML, and the right to sign with the identity.
-func (s *Server) checkRecord(rec *jobspb.Record, u *account.User) error {
+func (s *Server) checkRecord(rec *jobspb.Record, u *account.User, stages []string) error {
+	return pdfopts.InStages(stages, s.checkRecordOptions(rec, u))
+}
+
+func (s *Server) checkRecordOptions(rec *jobspb.Record, u *account.User) error {
 	if rec == nil {
 		return nil
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -31,17 +32,50 @@ const (
 // kind runs the tool and names what only the document shows (a page past
 // the last). One conversion, none for a refused request; with host:true
 // the output is stored and answered in the 2.2 shape, as merge does.
+//
+// A tool whose output is a PDF takes `stages` (DESIGN §11), run after it
+// on the output (each part of a split) as merge runs them, with the
+// uploaded attachments parts of §8.
 func (s *Server) tool(op string) echo.HandlerFunc {
-	return s.withOnePDF(func(c echo.Context, u *account.User, job *jobspb.Job, up *mergeUpload) error {
+	pdfOut := pdfopts.ToolMakesPDF(op)
+	return s.withOnePDF(pdfOut, func(c echo.Context, u *account.User, job *jobspb.Job, up *mergeUpload) error {
 		opts, err := pdfopts.ParseToolOptions(op, up.options)
 		if err != nil {
 			return err
 		}
 		tj := opts.Job
 		tj.InputKey, tj.InputName, tj.FileName = up.keys[0], up.names[0], outputBase(opts.FileName, up.names[0])
+		if pdfOut {
+			if err := s.toolSteps(c, u, job, tj, opts.Stages, up.parts); err != nil {
+				return err
+			}
+		}
 		job.Kind = &jobspb.Job_Tool{Tool: tj}
 		return s.runToFile(c, u, job, tj.FileName, opts.Host, opts.UserType)
 	})
+}
+
+// toolSteps checks a tool's stages, with the request's uploaded §8 parts,
+// into tj, its watermark image and attachments moved to the job's folder
+// as a merge's are.
+func (s *Server) toolSteps(c echo.Context, u *account.User, job *jobspb.Job, tj *jobspb.ToolJob, stages json.RawMessage, parts *recordParts) error {
+	st, err := stepsOptions{Stages: stages}.steps(parts)
+	if err != nil {
+		return err
+	}
+	if err := s.checkRecord(st.Record, u, st.Order); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if tj.Watermark, err = blob.OffloadWatermark(ctx, s.Blobs, blob.JobWatermark(job.Id), st.Watermark); err != nil {
+		return err
+	}
+	if tj.Record, err = blob.OffloadRecord(ctx, s.Blobs, blob.JobDir(job.Id), st.Record); err != nil {
+		return err
+	}
+	tj.Info, tj.Encryption = st.Info, st.Encryption
+	tj.Stages, tj.StepsOrdered, tj.PagesStage = st.Order, st.Ordered, st.Pages
+	return nil
 }
 
 // runToFile runs job as one conversion of u's and answers with the file it
@@ -137,14 +171,18 @@ func extensionOf(contentType string) string {
 
 // withOnePDF is a handler for a request that takes one PDF (inspect, the
 // PDF tools): handle gets the caller, a new job of theirs and the upload,
-// read by readOnePDF. The job's files (the input, an unhosted output) are
-// temporary: gone once answered.
-func (s *Server) withOnePDF(handle func(c echo.Context, u *account.User, job *jobspb.Job, up *mergeUpload) error) echo.HandlerFunc {
+// read by readOnePDF, with §8's parts (attachments) when record. The job's
+// files (the input, an unhosted output) are temporary: gone once answered.
+func (s *Server) withOnePDF(record bool, handle func(c echo.Context, u *account.User, job *jobspb.Job, up *mergeUpload) error) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		u := currentUser(c)
 		job := s.newJob(c, u)
 		defer s.cleanup(blob.JobDir(job.Id))
-		up, err := s.readOnePDF(c, blob.JobInputs(job.Id))
+		var parts *recordParts
+		if record {
+			parts = newRecordParts(s.Blobs, blob.JobDir(job.Id))
+		}
+		up, err := s.readOnePDF(c, blob.JobInputs(job.Id), parts)
 		if err != nil {
 			return err
 		}
@@ -156,12 +194,12 @@ func (s *Server) withOnePDF(handle func(c echo.Context, u *account.User, job *jo
 // (inspect, the PDF tools) as merge reads its inputs, refusing before any
 // job runs an upload of no file, of two, or of one that is plainly not a
 // PDF. The worker still reads it whole and names a corrupt one.
-func (s *Server) readOnePDF(c echo.Context, prefix string) (*mergeUpload, error) {
+func (s *Server) readOnePDF(c echo.Context, prefix string, record *recordParts) (*mergeUpload, error) {
 	if !isMultipart(c) {
 		return nil, apierr.Bad("Expected multipart/form-data with the PDF under the key \"files\".").
 			WithHint("curl -F files=@document.pdf ...")
 	}
-	up, err := readMergeParts(c, s.Blobs, prefix, nil)
+	up, err := readMergeParts(c, s.Blobs, prefix, record)
 	if err != nil {
 		return nil, err
 	}

@@ -383,12 +383,14 @@ func ParseLength(s string) (float64, error) {
 }
 
 // jsonPath is a decode error's field path without the Go names of embedded
-// structs (PrintRaw.scale → scale): the client knows only the JSON names.
+// structs (PrintRaw.scale → scale, toolCommon.host → host): the client
+// knows only the JSON names. Exported embedded types start upper case; the
+// unexported ones are named here, since a JSON name may be camel case too.
 func jsonPath(field string) string {
 	parts := strings.Split(field, ".")
 	out := parts[:0]
 	for _, p := range parts {
-		if p != "" && unicode.IsUpper(rune(p[0])) {
+		if p != "" && unicode.IsUpper(rune(p[0])) || p == "toolCommon" || p == "pdfOut" {
 			continue
 		}
 		out = append(out, p)

@@ -209,6 +209,29 @@ func (s *Steps) parseStage(op string, fields map[string]json.RawMessage) error {
 	return err
 }
 
+// InStages names an error about a step's option (sign.identity, found
+// wanting by the gateway once the stages are parsed) after the step that
+// carries it (stages[2].identity) when the step was given in stages;
+// other errors pass unchanged.
+func InStages(stages []string, err error) error {
+	var ie *invalid.Error
+	if !errors.As(err, &ie) {
+		return err
+	}
+	for i, op := range stages {
+		name := map[string]string{StageEncrypt: "encryption"}[op]
+		if name == "" {
+			name = op
+		}
+		if rest, ok := strings.CutPrefix(ie.Field, name+"."); ok {
+			ie.Field = fmt.Sprintf("stages[%d].%s", i, rest)
+		} else if ie.Field == name {
+			ie.Field = fmt.Sprintf("stages[%d]", i)
+		}
+	}
+	return err
+}
+
 // renamed gives an option's error the name the field has in its stage.
 func renamed(err error, from, to string) error {
 	var ie *invalid.Error

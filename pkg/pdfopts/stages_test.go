@@ -90,3 +90,28 @@ func TestStagesFillTheSteps(t *testing.T) {
 		t.Errorf("order %v", o.Stages)
 	}
 }
+
+// TestInStages: an option's error found after parsing (the gateway's
+// signing check) is named at its step when the step came in stages.
+func TestInStages(t *testing.T) {
+	for _, tc := range []struct {
+		stages      []string
+		field, want string
+	}{
+		{[]string{StageMetadata, StageSign}, "sign", "stages[1]"},
+		{[]string{StageSign}, "sign.identity", "stages[0].identity"},
+		{[]string{StageEncrypt}, "encryption.userPassword", "stages[0].userPassword"},
+		{nil, "sign.identity", "sign.identity"},
+		{[]string{StageMetadata}, "sign.level", "sign.level"},
+		{[]string{StageSign}, "signature", "signature"},
+	} {
+		err := InStages(tc.stages, invalid.Field(tc.field, "wrong"))
+		var ie *invalid.Error
+		if !errors.As(err, &ie) || ie.Field != tc.want {
+			t.Errorf("%v %s: %v, want field %q", tc.stages, tc.field, err, tc.want)
+		}
+	}
+	if err := InStages([]string{StageSign}, nil); err != nil {
+		t.Errorf("nil: %v", err)
+	}
+}

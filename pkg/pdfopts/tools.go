@@ -28,6 +28,12 @@ const (
 	ToolImages   = "images"
 )
 
+// ToolMakesPDF says whether tool op's output is a PDF (split: PDFs), the
+// tools that take stages.
+func ToolMakesPDF(op string) bool {
+	return op != ToolText && op != ToolImages
+}
+
 // ToolOps are every tool, in DESIGN §11's order.
 func ToolOps() []string {
 	return []string{ToolSplit, ToolPages, ToolFlatten, ToolOptimize, ToolMetadata, ToolText, ToolImages}
@@ -65,6 +71,10 @@ type ToolOptions struct {
 	// Job carries the tool's parameters (its Tool field); the caller fills
 	// in the input.
 	Job *jobspb.ToolJob
+	// Stages are DESIGN §11's steps after the tool, unparsed (the gateway
+	// reads them with the request's uploaded parts, as merge's); only the
+	// tools whose output is a PDF take them.
+	Stages json.RawMessage
 }
 
 // toolCommon are the options every tool takes.
@@ -74,38 +84,54 @@ type toolCommon struct {
 	UserType *string `json:"userType"`
 }
 
+// pdfOut are the options of a tool whose output is a PDF (split: each part).
+type pdfOut struct {
+	Stages json.RawMessage `json:"stages"`
+}
+
 type splitRaw struct {
 	toolCommon
+	pdfOut
 	Ranges *string `json:"ranges"`
 	Every  *int    `json:"every"`
 }
 
 type pagesRaw struct {
 	toolCommon
+	pdfOut
 	Select *string        `json:"select"`
 	Rotate map[string]int `json:"rotate"`
 	Delete *string        `json:"delete"`
 }
 
+type flattenRaw struct {
+	toolCommon
+	pdfOut
+}
+
 type optimizeRaw struct {
 	toolCommon
+	pdfOut
 	ImageQuality *int `json:"imageQuality"`
 	MaxImageDpi  *int `json:"maxImageDpi"`
 }
 
 type metadataRaw struct {
 	toolCommon
+	pdfOut
 	Metadata json.RawMessage `json:"metadata"`
 }
 
 type textRaw struct {
 	toolCommon
+	pdfOut         // refused: stages need a PDF
 	Format *string `json:"format"`
 	Pages  *string `json:"pages"`
 }
 
 type imagesRaw struct {
 	toolCommon
+	pdfOut         // refused: stages need a PDF
 	Format *string `json:"format"`
 	DPI    *int    `json:"dpi"`
 	Pages  *string `json:"pages"`
@@ -118,29 +144,30 @@ func ParseToolOptions(op, s string) (ToolOptions, error) {
 	var (
 		raw    any
 		common *toolCommon
+		out    *pdfOut
 	)
 	switch op {
 	case ToolSplit:
 		r := &splitRaw{}
-		raw, common = r, &r.toolCommon
+		raw, common, out = r, &r.toolCommon, &r.pdfOut
 	case ToolPages:
 		r := &pagesRaw{}
-		raw, common = r, &r.toolCommon
+		raw, common, out = r, &r.toolCommon, &r.pdfOut
 	case ToolFlatten:
-		r := &toolCommon{}
-		raw, common = r, r
+		r := &flattenRaw{}
+		raw, common, out = r, &r.toolCommon, &r.pdfOut
 	case ToolOptimize:
 		r := &optimizeRaw{}
-		raw, common = r, &r.toolCommon
+		raw, common, out = r, &r.toolCommon, &r.pdfOut
 	case ToolMetadata:
 		r := &metadataRaw{}
-		raw, common = r, &r.toolCommon
+		raw, common, out = r, &r.toolCommon, &r.pdfOut
 	case ToolText:
 		r := &textRaw{}
-		raw, common = r, &r.toolCommon
+		raw, common, out = r, &r.toolCommon, &r.pdfOut
 	case ToolImages:
 		r := &imagesRaw{}
-		raw, common = r, &r.toolCommon
+		raw, common, out = r, &r.toolCommon, &r.pdfOut
 	default:
 		return ToolOptions{}, fmt.Errorf("pdfopts: unknown tool %q", op)
 	}
@@ -160,13 +187,19 @@ func ParseToolOptions(op, s string) (ToolOptions, error) {
 	if o.UserType, err = UserType(common.UserType); err != nil {
 		return o, err
 	}
+	if !isNull(out.Stages) {
+		if !ToolMakesPDF(op) {
+			return o, invalid.Field("stages", "/pdf/"+op+" makes no PDF to run steps on: stages are for split, pages, flatten, optimize and metadata")
+		}
+		o.Stages = out.Stages
+	}
 	o.Job = &jobspb.ToolJob{}
 	switch r := raw.(type) {
 	case *splitRaw:
 		err = r.validate(o.Job)
 	case *pagesRaw:
 		err = r.validate(o.Job)
-	case *toolCommon:
+	case *flattenRaw:
 		o.Job.Tool = &jobspb.ToolJob_Flatten{Flatten: &jobspb.FlattenTool{}}
 	case *optimizeRaw:
 		err = r.validate(o.Job)

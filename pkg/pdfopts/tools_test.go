@@ -41,6 +41,19 @@ func TestParseToolOptions(t *testing.T) {
 		}
 	}
 
+	// The tools that make a PDF carry their stages, unparsed, to the
+	// gateway (which reads them with the uploaded parts).
+	for _, op := range []string{ToolSplit, ToolPages, ToolFlatten, ToolOptimize, ToolMetadata} {
+		opts := map[string]string{ToolSplit: `"every":1,`, ToolPages: `"select":"1",`, ToolMetadata: `"metadata":{"title":"T"},`}[op]
+		o, err := ParseToolOptions(op, `{`+opts+`"stages":[{"op":"pdfa","level":"2b"}]}`)
+		if err != nil || string(o.Stages) != `[{"op":"pdfa","level":"2b"}]` {
+			t.Errorf("%s: stages %s, %v", op, o.Stages, err)
+		}
+	}
+	if o, err := ParseToolOptions(ToolFlatten, `{"stages":null}`); err != nil || o.Stages != nil {
+		t.Errorf("stages null: %s, %v", o.Stages, err)
+	}
+
 	o, err := ParseToolOptions(ToolFlatten, `{"fileName":"out.pdf","host":true,"userType":"Registered"}`)
 	if err != nil || o.FileName != "out" || !o.Host || o.UserType != "registered" {
 		t.Errorf("common options: %+v %v", o, err)
@@ -69,6 +82,8 @@ func TestParseToolOptionsRefused(t *testing.T) {
 		{ToolPages, `{"rotate":[90]}`, "rotate"},
 		{ToolFlatten, `{"flat":true}`, "flat"},
 		{ToolFlatten, `{"host":"yes"}`, "host"},
+		{ToolSplit, `{"every":1,"host":"yes"}`, "host"},
+		{ToolOptimize, `{"fileName":3}`, "fileName"},
 		{ToolOptimize, `{"imageQuality":0}`, "imageQuality"},
 		{ToolOptimize, `{"imageQuality":101}`, "imageQuality"},
 		{ToolOptimize, `{"maxImageDpi":-1}`, "maxImageDpi"},
@@ -82,6 +97,8 @@ func TestParseToolOptionsRefused(t *testing.T) {
 		{ToolImages, `{"dpis":100}`, "dpis"},
 		{ToolImages, `{"userType":"admin"}`, "userType"},
 		{ToolImages, `{"fileName":"  "}`, "fileName"},
+		{ToolText, `{"stages":[{"op":"watermark","text":"X"}]}`, "stages"},
+		{ToolImages, `{"stages":[]}`, "stages"},
 	}
 	for _, tc := range tests {
 		_, err := ParseToolOptions(tc.op, tc.options)

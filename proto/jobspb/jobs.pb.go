@@ -2441,7 +2441,16 @@ type ToolJob struct {
 	//	*ToolJob_Metadata
 	//	*ToolJob_Text
 	//	*ToolJob_Images
-	Tool          isToolJob_Tool `protobuf_oneof:"tool"`
+	Tool isToolJob_Tool `protobuf_oneof:"tool"`
+	// DESIGN §11 stages on a tool whose output is a PDF (split: each part),
+	// run after the tool, as on a merge: the ops' options and their order.
+	Stages        []string    `protobuf:"bytes,20,rep,name=stages,proto3" json:"stages,omitempty"`
+	StepsOrdered  bool        `protobuf:"varint,21,opt,name=steps_ordered,json=stepsOrdered,proto3" json:"steps_ordered,omitempty"`
+	PagesStage    *PagesTool  `protobuf:"bytes,22,opt,name=pages_stage,json=pagesStage,proto3" json:"pages_stage,omitempty"`
+	Watermark     *Watermark  `protobuf:"bytes,23,opt,name=watermark,proto3" json:"watermark,omitempty"`
+	Info          *DocInfo    `protobuf:"bytes,24,opt,name=info,proto3" json:"info,omitempty"`
+	Encryption    *Encryption `protobuf:"bytes,25,opt,name=encryption,proto3" json:"encryption,omitempty"`
+	Record        *Record     `protobuf:"bytes,26,opt,name=record,proto3" json:"record,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2563,6 +2572,55 @@ func (x *ToolJob) GetImages() *ImagesTool {
 		if x, ok := x.Tool.(*ToolJob_Images); ok {
 			return x.Images
 		}
+	}
+	return nil
+}
+
+func (x *ToolJob) GetStages() []string {
+	if x != nil {
+		return x.Stages
+	}
+	return nil
+}
+
+func (x *ToolJob) GetStepsOrdered() bool {
+	if x != nil {
+		return x.StepsOrdered
+	}
+	return false
+}
+
+func (x *ToolJob) GetPagesStage() *PagesTool {
+	if x != nil {
+		return x.PagesStage
+	}
+	return nil
+}
+
+func (x *ToolJob) GetWatermark() *Watermark {
+	if x != nil {
+		return x.Watermark
+	}
+	return nil
+}
+
+func (x *ToolJob) GetInfo() *DocInfo {
+	if x != nil {
+		return x.Info
+	}
+	return nil
+}
+
+func (x *ToolJob) GetEncryption() *Encryption {
+	if x != nil {
+		return x.Encryption
+	}
+	return nil
+}
+
+func (x *ToolJob) GetRecord() *Record {
+	if x != nil {
+		return x.Record
 	}
 	return nil
 }
@@ -4237,7 +4295,7 @@ const file_jobs_proto_rawDesc = "" +
 	"InspectJob\x12\x1b\n" +
 	"\tinput_key\x18\x01 \x01(\tR\binputKey\x12\x1d\n" +
 	"\n" +
-	"input_name\x18\x02 \x01(\tR\tinputName\"\xfc\x03\n" +
+	"input_name\x18\x02 \x01(\tR\tinputName\"\xd6\x06\n" +
 	"\aToolJob\x12\x1b\n" +
 	"\tinput_key\x18\x01 \x01(\tR\binputKey\x12\x1d\n" +
 	"\n" +
@@ -4250,7 +4308,17 @@ const file_jobs_proto_rawDesc = "" +
 	"\boptimize\x18\r \x01(\v2\x1f.docrender.jobs.v1.OptimizeToolH\x00R\boptimize\x12=\n" +
 	"\bmetadata\x18\x0e \x01(\v2\x1f.docrender.jobs.v1.MetadataToolH\x00R\bmetadata\x121\n" +
 	"\x04text\x18\x0f \x01(\v2\x1b.docrender.jobs.v1.TextToolH\x00R\x04text\x127\n" +
-	"\x06images\x18\x10 \x01(\v2\x1d.docrender.jobs.v1.ImagesToolH\x00R\x06imagesB\x06\n" +
+	"\x06images\x18\x10 \x01(\v2\x1d.docrender.jobs.v1.ImagesToolH\x00R\x06images\x12\x16\n" +
+	"\x06stages\x18\x14 \x03(\tR\x06stages\x12#\n" +
+	"\rsteps_ordered\x18\x15 \x01(\bR\fstepsOrdered\x12=\n" +
+	"\vpages_stage\x18\x16 \x01(\v2\x1c.docrender.jobs.v1.PagesToolR\n" +
+	"pagesStage\x12:\n" +
+	"\twatermark\x18\x17 \x01(\v2\x1c.docrender.jobs.v1.WatermarkR\twatermark\x12.\n" +
+	"\x04info\x18\x18 \x01(\v2\x1a.docrender.jobs.v1.DocInfoR\x04info\x12=\n" +
+	"\n" +
+	"encryption\x18\x19 \x01(\v2\x1d.docrender.jobs.v1.EncryptionR\n" +
+	"encryption\x121\n" +
+	"\x06record\x18\x1a \x01(\v2\x19.docrender.jobs.v1.RecordR\x06recordB\x06\n" +
 	"\x04tool\"9\n" +
 	"\tSplitTool\x12\x16\n" +
 	"\x06ranges\x18\x01 \x01(\tR\x06ranges\x12\x14\n" +
@@ -4498,26 +4566,31 @@ var file_jobs_proto_depIdxs = []int32{
 	29, // 42: docrender.jobs.v1.ToolJob.metadata:type_name -> docrender.jobs.v1.MetadataTool
 	30, // 43: docrender.jobs.v1.ToolJob.text:type_name -> docrender.jobs.v1.TextTool
 	31, // 44: docrender.jobs.v1.ToolJob.images:type_name -> docrender.jobs.v1.ImagesTool
-	41, // 45: docrender.jobs.v1.PagesTool.rotate:type_name -> docrender.jobs.v1.PagesTool.RotateEntry
-	10, // 46: docrender.jobs.v1.MetadataTool.info:type_name -> docrender.jobs.v1.DocInfo
-	42, // 47: docrender.jobs.v1.InspectReport.page_sizes:type_name -> docrender.jobs.v1.InspectReport.PageSize
-	45, // 48: docrender.jobs.v1.InspectReport.metadata:type_name -> docrender.jobs.v1.InspectReport.MetadataEntry
-	43, // 49: docrender.jobs.v1.InspectReport.fonts:type_name -> docrender.jobs.v1.InspectReport.Font
-	44, // 50: docrender.jobs.v1.InspectReport.attachments:type_name -> docrender.jobs.v1.InspectReport.Attachment
-	46, // 51: docrender.jobs.v1.InspectReport.signatures:type_name -> docrender.jobs.v1.InspectReport.Signature
-	14, // 52: docrender.jobs.v1.BatchDocumentJob.render:type_name -> docrender.jobs.v1.RenderJob
-	15, // 53: docrender.jobs.v1.BatchDocumentJob.office:type_name -> docrender.jobs.v1.OfficeJob
-	37, // 54: docrender.jobs.v1.Report.failed_requests:type_name -> docrender.jobs.v1.FailedRequest
-	19, // 55: docrender.jobs.v1.Report.template_errors:type_name -> docrender.jobs.v1.TemplateError
-	1,  // 56: docrender.jobs.v1.Result.error_kind:type_name -> docrender.jobs.v1.ErrorKind
-	38, // 57: docrender.jobs.v1.Result.report:type_name -> docrender.jobs.v1.Report
-	33, // 58: docrender.jobs.v1.Result.inspect:type_name -> docrender.jobs.v1.InspectReport
-	32, // 59: docrender.jobs.v1.Result.tool:type_name -> docrender.jobs.v1.ToolOutput
-	60, // [60:60] is the sub-list for method output_type
-	60, // [60:60] is the sub-list for method input_type
-	60, // [60:60] is the sub-list for extension type_name
-	60, // [60:60] is the sub-list for extension extendee
-	0,  // [0:60] is the sub-list for field type_name
+	26, // 45: docrender.jobs.v1.ToolJob.pages_stage:type_name -> docrender.jobs.v1.PagesTool
+	3,  // 46: docrender.jobs.v1.ToolJob.watermark:type_name -> docrender.jobs.v1.Watermark
+	10, // 47: docrender.jobs.v1.ToolJob.info:type_name -> docrender.jobs.v1.DocInfo
+	11, // 48: docrender.jobs.v1.ToolJob.encryption:type_name -> docrender.jobs.v1.Encryption
+	9,  // 49: docrender.jobs.v1.ToolJob.record:type_name -> docrender.jobs.v1.Record
+	41, // 50: docrender.jobs.v1.PagesTool.rotate:type_name -> docrender.jobs.v1.PagesTool.RotateEntry
+	10, // 51: docrender.jobs.v1.MetadataTool.info:type_name -> docrender.jobs.v1.DocInfo
+	42, // 52: docrender.jobs.v1.InspectReport.page_sizes:type_name -> docrender.jobs.v1.InspectReport.PageSize
+	45, // 53: docrender.jobs.v1.InspectReport.metadata:type_name -> docrender.jobs.v1.InspectReport.MetadataEntry
+	43, // 54: docrender.jobs.v1.InspectReport.fonts:type_name -> docrender.jobs.v1.InspectReport.Font
+	44, // 55: docrender.jobs.v1.InspectReport.attachments:type_name -> docrender.jobs.v1.InspectReport.Attachment
+	46, // 56: docrender.jobs.v1.InspectReport.signatures:type_name -> docrender.jobs.v1.InspectReport.Signature
+	14, // 57: docrender.jobs.v1.BatchDocumentJob.render:type_name -> docrender.jobs.v1.RenderJob
+	15, // 58: docrender.jobs.v1.BatchDocumentJob.office:type_name -> docrender.jobs.v1.OfficeJob
+	37, // 59: docrender.jobs.v1.Report.failed_requests:type_name -> docrender.jobs.v1.FailedRequest
+	19, // 60: docrender.jobs.v1.Report.template_errors:type_name -> docrender.jobs.v1.TemplateError
+	1,  // 61: docrender.jobs.v1.Result.error_kind:type_name -> docrender.jobs.v1.ErrorKind
+	38, // 62: docrender.jobs.v1.Result.report:type_name -> docrender.jobs.v1.Report
+	33, // 63: docrender.jobs.v1.Result.inspect:type_name -> docrender.jobs.v1.InspectReport
+	32, // 64: docrender.jobs.v1.Result.tool:type_name -> docrender.jobs.v1.ToolOutput
+	65, // [65:65] is the sub-list for method output_type
+	65, // [65:65] is the sub-list for method input_type
+	65, // [65:65] is the sub-list for extension type_name
+	65, // [65:65] is the sub-list for extension extendee
+	0,  // [0:65] is the sub-list for field type_name
 }
 
 func init() { file_jobs_proto_init() }

@@ -302,7 +302,10 @@ func fixTrailerSize(pc *model.Context) {
 }
 
 // reachable is the set of object numbers reachable from the trailer's Root
-// and Info: a superset of what pdfcpu writes, which walks the same graph.
+// and Info, and from the name trees pdfcpu holds apart and binds into the
+// catalog only while it writes (an attachment's file specification is
+// referenced from nowhere else until then): a superset of what pdfcpu
+// writes, which walks the same graph.
 func reachable(pc *model.Context) map[int]bool {
 	seen := make(map[int]bool, len(pc.Table))
 	var stack []types.Object
@@ -310,6 +313,14 @@ func reachable(pc *model.Context) map[int]bool {
 		if ref != nil {
 			stack = append(stack, *ref)
 		}
+	}
+	for _, tree := range pc.Names {
+		_ = tree.Process(pc.XRefTable, func(_ *model.XRefTable, _ string, o *types.Object) error {
+			if o != nil && *o != nil {
+				stack = append(stack, *o)
+			}
+			return nil
+		})
 	}
 	for len(stack) > 0 {
 		o := stack[len(stack)-1]
