@@ -45,7 +45,7 @@ func BenchmarkNew(b *testing.B) {
 				var before, after runtime.MemStats
 				runtime.GC()
 				runtime.ReadMemStats(&before)
-				e, err := New(context.Background(), Config{Instances: n})
+				e, err := New(context.Background(), Config{Instances: n, InProcess: true})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -59,7 +59,7 @@ func BenchmarkNew(b *testing.B) {
 	}
 	b.Run("instance", func(b *testing.B) {
 		// One instance started: a killed one is replaced on the next take.
-		e, err := New(context.Background(), Config{Instances: 1})
+		e, err := New(context.Background(), Config{Instances: 1, InProcess: true})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -75,7 +75,7 @@ func BenchmarkNew(b *testing.B) {
 	b.Run("cached", func(b *testing.B) {
 		dir := b.TempDir()
 		for b.Loop() {
-			e, err := New(context.Background(), Config{Instances: 1, CacheDir: dir})
+			e, err := New(context.Background(), Config{Instances: 1, CacheDir: dir, InProcess: true})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -86,7 +86,7 @@ func BenchmarkNew(b *testing.B) {
 
 func benchEngine(b *testing.B) (*Engine, []byte) {
 	b.Helper()
-	e, err := New(context.Background(), Config{Instances: 1})
+	e, err := New(context.Background(), Config{Instances: 1, InProcess: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func BenchmarkText(b *testing.B) {
 		}
 	})
 	b.Run("pdfium-interruptible", func(b *testing.B) {
-		ie, err := New(context.Background(), Config{Instances: 1, Interruptible: true})
+		ie, err := New(context.Background(), Config{Instances: 1, Interruptible: true, InProcess: true})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -117,7 +117,7 @@ func BenchmarkText(b *testing.B) {
 	})
 	b.Run("pdfium-2-instances", func(b *testing.B) {
 		// An idle worker with two slots: the pages are read on both.
-		e2, err := New(context.Background(), Config{Instances: 2})
+		e2, err := New(context.Background(), Config{Instances: 2, InProcess: true})
 		if err != nil {
 			b.Fatal(err)
 		}

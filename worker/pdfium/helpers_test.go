@@ -124,7 +124,7 @@ func readFile(t testing.TB, name string) []byte {
 // testEngine is one engine for the package's tests: the module compiles
 // once (about 2.5 s here), not once per test.
 var testEngine = sync.OnceValues(func() (*Engine, error) {
-	return New(context.Background(), Config{Instances: 2, MaxMemory: 256 << 20, RecycleAbove: 64 << 20})
+	return New(context.Background(), Config{Instances: 2, MaxMemory: 256 << 20, RecycleAbove: 64 << 20, InProcess: true})
 })
 
 func engine(t testing.TB) *Engine {

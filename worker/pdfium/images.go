@@ -21,6 +21,10 @@ import (
 // 1–100 for JPEG and WebP (0: 90; WebP at 100 is lossless). A page's size in
 // pixels is checked against Config.MaxPixels before it is rendered.
 func (e *Engine) Images(ctx context.Context, pdf []byte, pages []int, format string, dpi, quality int) ([][]byte, error) {
+	if e.procs != nil {
+		_, imgs, err := e.procs.one(ctx, request{op: opImages, pages: pages, format: format, dpi: dpi, quality: quality}, pdf)
+		return imgs, err
+	}
 	enc, err := encoder(format, quality)
 	if err != nil {
 		return nil, err

@@ -32,6 +32,10 @@ const (
 // untagged pages; code blocks and block quotes anywhere; a table or list
 // that continues on the next page is cut in two.
 func (e *Engine) Markdown(ctx context.Context, pdf []byte, pages []int) (string, error) {
+	if e.procs != nil {
+		text, _, err := e.procs.one(ctx, request{op: opMarkdown, pages: pages}, pdf)
+		return text, err
+	}
 	var out string
 	err := e.run(ctx, pdf, func(in gopdfium.Pdfium, doc references.FPDF_DOCUMENT) error {
 		idx, err := e.pageList(in, doc, pages)

@@ -1,10 +1,13 @@
 // Package pdfium reads PDFs people already have with PDFium (DESIGN §11):
 // plain text, Markdown and images of pages, the things pdfcpu cannot do.
 //
-// PDFium runs as WebAssembly inside the worker process (go-pdfium's
-// webassembly mode on wazero): no cgo, no helper process, and each instance
-// has a linear memory of its own with a hard bound, so a hostile PDF that
-// exhausts it fails its own call and the instance is replaced.
+// PDFium runs as WebAssembly (go-pdfium's webassembly mode on wazero): no
+// cgo, and each instance has a linear memory of its own with a hard bound,
+// so a hostile PDF that exhausts it fails its own call and the instance is
+// replaced. Each instance runs in a child process of the worker, its own
+// executable run again (proc.go, child.go): a call past its deadline is
+// ended by killing its child, and PDFium's memory and garbage-collector
+// pauses stay out of the worker.
 package pdfium
 
 import (
@@ -12,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"reflect"
 	"runtime/debug"
 	"strings"
@@ -70,8 +74,22 @@ type Config struct {
 	Interruptible bool
 	// CacheDir, when set, keeps wazero's compiled PDFium there: a worker
 	// that restarts on the same disk starts in a fraction of the compile
-	// time (BenchmarkNew).
+	// time (BenchmarkNew). Children (the process mode) use a directory
+	// under the user's cache directory when it is empty, else a temporary
+	// one of the engine's, so a replaced child starts fast.
 	CacheDir string
+	// InProcess runs the instances inside this process instead of one
+	// child process each (proc.go). Child processes are the default once
+	// main has called RunChildIfAsked; without that call the engine runs
+	// in-process and Interruptible, and says so in Log.
+	InProcess bool
+	// Log takes the children's output (at debug) and the engine's
+	// warnings; nil: none.
+	Log *slog.Logger
+
+	// childMode is childEnv's value for children: childRun, or a
+	// misbehaviour of the tests' (TestMain).
+	childMode string
 }
 
 func (c Config) withDefaults() Config {
@@ -93,6 +111,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RecycleAbove <= 0 {
 		c.RecycleAbove = DefaultRecycleAbove
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	if c.childMode == "" {
+		c.childMode = childRun
 	}
 	return c
 }
@@ -125,6 +149,9 @@ type Engine struct {
 	// before its instance, so a call can see whether others are idle
 	// (spread) without waiting on the pool.
 	idle chan struct{}
+	// procs runs the instances in child processes; nil: in-process (the
+	// fields above are then unused).
+	procs *procs
 }
 
 // New compiles PDFium's WebAssembly module once and starts cfg.Instances
@@ -137,6 +164,17 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	if !cfg.InProcess {
+		if childCapable.Load() {
+			p, err := newProcs(ctx, cfg)
+			if err != nil {
+				return nil, err
+			}
+			return &Engine{cfg: cfg, procs: p}, nil
+		}
+		cfg.InProcess, cfg.Interruptible = true, true
+		cfg.Log.Warn("pdfium: main does not call pdfium.RunChildIfAsked: PDFium runs inside this process, interruptible (3-4x the CPU time)")
+	}
 	rc := wazero.NewRuntimeConfig().
 		// PDFium's setjmp/longjmp are lowered to wasm exceptions.
 		WithCoreFeatures(api.CoreFeaturesV2 | experimental.CoreFeaturesExceptionHandling).
@@ -183,6 +221,9 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 
 // Close stops every instance; calls under way fail.
 func (e *Engine) Close() error {
+	if e.procs != nil {
+		return e.procs.close()
+	}
 	err := e.pool.Close()
 	if e.cache != nil {
 		err = errors.Join(err, e.cache.Close(context.Background()))

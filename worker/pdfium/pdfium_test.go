@@ -488,7 +488,7 @@ func TestContext(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ie, err := New(context.Background(), Config{Instances: 1, MaxMemory: 256 << 20, Interruptible: true})
+	ie, err := New(context.Background(), Config{Instances: 1, MaxMemory: 256 << 20, Interruptible: true, InProcess: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -543,7 +543,7 @@ func TestTextSpread(t *testing.T) {
 		t.Errorf("%d pages, want 50", n)
 	}
 	// The output bound holds across ranges.
-	small, err := New(context.Background(), Config{Instances: 2, MaxMemory: 256 << 20, MaxOutput: int64(len(all) / 2)})
+	small, err := New(context.Background(), Config{Instances: 2, MaxMemory: 256 << 20, MaxOutput: int64(len(all) / 2), InProcess: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,11 +14,31 @@ import (
 // the reading order PDFium gives, each page followed by a form feed as
 // pdftotext writes it.
 func (e *Engine) Text(ctx context.Context, pdf []byte, pages []int) (string, error) {
+	if e.procs != nil {
+		return e.procs.text(ctx, pdf, pages)
+	}
+	return e.textPart(ctx, pdf, pages, 0, 0)
+}
+
+// textPart is Text of a part of the pages asked: with parts > 0, the pages
+// are cut in contiguous ranges as spread cuts them (at most one per
+// minSpreadPages pages, so fewer than parts for a short document) and only
+// range part is read, "" when there is no such range. A child reads one
+// part of a Text its parent spread over several children (procs.text).
+func (e *Engine) textPart(ctx context.Context, pdf []byte, pages []int, part, parts int) (string, error) {
 	var texts []string
 	err := e.run(ctx, pdf, func(in gopdfium.Pdfium, doc references.FPDF_DOCUMENT) error {
 		idx, err := e.pageList(in, doc, pages)
 		if err != nil {
 			return err
+		}
+		if parts > 0 {
+			n := len(idx)
+			if cut := min(parts, max(1, n/minSpreadPages)); part < cut {
+				idx = idx[part*n/cut : (part+1)*n/cut]
+			} else {
+				idx = nil
+			}
 		}
 		texts = make([]string, len(idx))
 		var used atomic.Int64 // bytes of text so far, on all instances

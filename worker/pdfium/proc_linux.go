@@ -1,0 +1,36 @@
+package pdfium
+
+import (
+	"os"
+	"syscall"
+)
+
+// netnsSupported: children are first tried in a user and network namespace
+// of their own (unprivileged user namespaces, or root); start falls back
+// when the kernel refuses.
+const netnsSupported = true
+
+// childAttr: the child is killed when the worker dies (Pdeathsig), in a
+// process group of its own (a terminal's ^C to the worker does not stop
+// it mid-call; the worker stops it), and with netns in namespaces where no
+// network exists (a downed loopback only), its user mapped to itself.
+func childAttr(netns bool) *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if netns {
+		a.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET
+		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
+		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
+		a.GidMappingsEnableSetgroups = false
+	}
+	return a
+}
+
+// selfExe is the running executable itself, even if its file has since
+// been replaced (a deploy) or removed: a child is always this build.
+func selfExe() (string, error) {
+	const self = "/proc/self/exe"
+	if _, err := os.Stat(self); err != nil {
+		return os.Executable()
+	}
+	return self, nil
+}

@@ -1,0 +1,328 @@
+package pdfium
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// childTestEngine: one engine of two children for the tests of the
+// process mode, with the bounds of the in-process testEngine.
+var childTestEngine = sync.OnceValues(func() (*Engine, error) {
+	return New(context.Background(), Config{Instances: 2, MaxMemory: 256 << 20, RecycleAbove: 64 << 20})
+})
+
+func childEngine(t testing.TB) *Engine {
+	t.Helper()
+	e, err := childTestEngine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.procs == nil {
+		t.Fatal("the engine runs in-process: TestMain does not call RunChildIfAsked")
+	}
+	return e
+}
+
+// newChildEngine is an engine of its own, closed with the test.
+func newChildEngine(t *testing.T, cfg Config) *Engine {
+	t.Helper()
+	e, err := New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// TestChildSameOutput: text, Markdown and images through children are the
+// in-process engine's, byte for byte, and so are its refusals; a long
+// document's text spread over both children is too.
+func TestChildSameOutput(t *testing.T) {
+	ce, ie := childEngine(t), engine(t)
+	ctx := context.Background()
+	gen := textPDF(612, 792, []string{"Hello world", "second line here"}, []string{"Page two (text)"}, []string{"Third page"})
+	tagged, untagged, long := readFile(t, "testdata/tagged.pdf"), readFile(t, "testdata/untagged.pdf"), readFile(t, benchPDF)
+	type result struct {
+		text string
+		imgs [][]byte
+		err  error
+	}
+	text := func(pdf []byte, pages ...int) func(*Engine) result {
+		return func(e *Engine) result { s, err := e.Text(ctx, pdf, pages); return result{text: s, err: err} }
+	}
+	markdown := func(pdf []byte, pages ...int) func(*Engine) result {
+		return func(e *Engine) result { s, err := e.Markdown(ctx, pdf, pages); return result{text: s, err: err} }
+	}
+	images := func(pdf []byte, format string, dpi int, pages ...int) func(*Engine) result {
+		return func(e *Engine) result {
+			b, err := e.Images(ctx, pdf, pages, format, dpi, 0)
+			return result{imgs: b, err: err}
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		call func(*Engine) result
+	}{
+		{"text generated", text(gen)},
+		{"text generated reordered", text(gen, 3, 1)},
+		{"text tagged", text(tagged)},
+		{"text untagged", text(untagged)},
+		{"text long, all (spread)", text(long)},
+		{"text long, 17 pages (spread)", text(long, 50, 3, 1, 2, 49, 7, 7, 20, 33, 12, 11, 10, 9, 8, 40, 41, 42)},
+		{"text long, 3 pages", text(long, 1, 17, 50)},
+		{"markdown tagged", markdown(tagged)},
+		{"markdown untagged", markdown(untagged)},
+		{"markdown long", markdown(long)},
+		{"png 72", images(gen, "png", 72)},
+		{"png 150 one page", images(tagged, "png", 150, 1)},
+		{"jpeg", images(untagged, "jpeg", 72)},
+		{"webp", images(long, "webp", 50, 2, 1)},
+		{"transparent", images(transparentPDF(), "png", 72)},
+		{"refused: not a PDF", text([]byte("hello"))},
+		{"refused: empty", markdown(nil)},
+		{"refused: page past the end", text(gen, 4)},
+		{"refused: password", images(readFile(t, "testdata/encrypted.pdf"), "png", 72)},
+		{"refused: dpi", images(gen, "png", 601)},
+		{"refused: format", images(gen, "gif", 72)},
+		{"refused: memory", text(bombPDF(512 << 20))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want, got := tc.call(ie), tc.call(ce)
+			var wb, gb *BadInputError
+			switch {
+			case want.err != nil && !errors.As(want.err, &wb):
+				t.Fatalf("in-process: %v", want.err)
+			case want.err != nil:
+				if !errors.As(got.err, &gb) || gb.Param != wb.Param || gb.Msg != wb.Msg {
+					t.Errorf("child: %v (%T), want %s: %q", got.err, got.err, wb.Param, wb.Msg)
+				}
+			case got.err != nil:
+				t.Fatalf("child: %v", got.err)
+			case got.text != want.text:
+				t.Errorf("child's text differs:\n%q\nwant\n%q", got.text, want.text)
+			case !slices.EqualFunc(got.imgs, want.imgs, bytes.Equal):
+				t.Errorf("child's images differ (%d, want %d)", len(got.imgs), len(want.imgs))
+			}
+		})
+	}
+}
+
+// slowPDF keeps one PDFium call busy for seconds: 200 MB of content to
+// inflate and parse on one page.
+var slowPDF = sync.OnceValue(func() []byte { return bombPDF(200 << 20) })
+
+// TestChildDeadline: a call whose context ends mid-call (inside PDFium,
+// which cannot stop there) returns at once with the context's error, its
+// child killed; the next call is served by a new child.
+func TestChildDeadline(t *testing.T) {
+	e := newChildEngine(t, Config{Instances: 1})
+	good := textPDF(612, 792, []string{"still here"})
+	for _, tc := range []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+		want error
+	}{
+		{"deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 300*time.Millisecond)
+		}, context.DeadlineExceeded},
+		{"cancelled", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(300*time.Millisecond, cancel)
+			return ctx, cancel
+		}, context.Canceled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := e.procs.pids()
+			ctx, cancel := tc.ctx()
+			defer cancel()
+			start := time.Now()
+			_, err := e.Text(ctx, slowPDF(), nil)
+			late := time.Since(start) - 300*time.Millisecond
+			if !errors.Is(err, tc.want) {
+				t.Errorf("got %v, want %v", err, tc.want)
+			}
+			t.Logf("returned %v after the context ended", late.Round(time.Millisecond))
+			if late > time.Second {
+				t.Errorf("returned %v after the context ended", late)
+			}
+			start = time.Now()
+			if got, err := e.Text(context.Background(), good, nil); err != nil || got != "still here\n\f" {
+				t.Fatalf("next call: %q, %v", got, err)
+			}
+			t.Logf("next call (a new child started) took %v", time.Since(start).Round(time.Millisecond))
+			if after := e.procs.pids(); slices.Equal(before, after) || len(after) != 1 {
+				t.Errorf("children %v before, %v after: want a new one", before, after)
+			}
+		})
+	}
+}
+
+// TestChildKilled: a child killed from outside mid-call fails that call
+// alone (an internal error, not the client's), and the next is served.
+func TestChildKilled(t *testing.T) {
+	e := newChildEngine(t, Config{Instances: 1})
+	pids := e.procs.pids()
+	if len(pids) != 1 {
+		t.Fatalf("children %v", pids)
+	}
+	time.AfterFunc(300*time.Millisecond, func() { syscall.Kill(pids[0], syscall.SIGKILL) })
+	start := time.Now()
+	_, err := e.Text(context.Background(), slowPDF(), nil)
+	var bad *BadInputError
+	if err == nil || errors.As(err, &bad) || !strings.Contains(err.Error(), "instance failed") {
+		t.Fatalf("got %v, want an instance failure", err)
+	}
+	t.Logf("%v after %v", err, time.Since(start).Round(time.Millisecond))
+	if got, err := e.Text(context.Background(), textPDF(612, 792, []string{"x"}), nil); err != nil || got != "x\n\f" {
+		t.Fatalf("next call: %q, %v", got, err)
+	}
+}
+
+// TestChildGarbage: an answer that is not one (a length past the bound,
+// an unknown kind, counts and lengths past the frame, a child that exits)
+// fails its call as an instance failure, without allocating what it claims
+// and without waiting; a child that is not ready fails New.
+func TestChildGarbage(t *testing.T) {
+	for _, tc := range []struct{ mode, want string }{
+		{"huge", "larger than allowed"},
+		{"garbage", "garbled"},
+		{"lying-count", "garbled"},
+		{"lying-length", "garbled"},
+		{"exit", "exit status 3"},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			e := newChildEngine(t, Config{Instances: 1, childMode: tc.mode})
+			start := time.Now()
+			_, err := e.Images(context.Background(), textPDF(612, 792, []string{"x"}), nil, "png", 72, 0)
+			if err == nil || !strings.Contains(err.Error(), "instance failed") || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an instance failure: …%s…", err, tc.want)
+			}
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("took %v", d)
+			}
+		})
+	}
+	for _, mode := range []string{"bad-ready", "old-ready"} {
+		t.Run(mode, func(t *testing.T) {
+			e, err := New(context.Background(), Config{Instances: 1, childMode: mode})
+			if err == nil {
+				e.Close()
+				t.Fatal("New accepted a child that is not ready")
+			}
+		})
+	}
+}
+
+// TestChildConcurrent: Instances calls at once and more than that, each
+// with its own answer, on children all of which serve.
+func TestChildConcurrent(t *testing.T) {
+	e := childEngine(t)
+	for _, callers := range []int{e.cfg.Instances, 4 * e.cfg.Instances} {
+		t.Run(fmt.Sprint(callers), func(t *testing.T) {
+			var wg sync.WaitGroup
+			errs := make(chan error, callers)
+			for i := range callers {
+				wg.Go(func() {
+					want := fmt.Sprintf("caller %d", i)
+					got, err := e.Text(context.Background(), textPDF(612, 792, []string{want}), nil)
+					if err == nil && got != want+"\n\f" {
+						err = fmt.Errorf("got %q, want %q", got, want)
+					}
+					errs <- err
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+}
+
+// TestChildIsolated: a child's environment is the marker alone (nothing of
+// the worker's, credentials included), and where the kernel lets it, its
+// network namespace is not the worker's.
+func TestChildIsolated(t *testing.T) {
+	t.Setenv("DOCRENDER_S3_SECRET_KEY", "not for children")
+	e := newChildEngine(t, Config{Instances: 1})
+	pid := e.procs.pids()[0]
+	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		t.Skip(err)
+	}
+	if got := strings.Split(strings.TrimRight(string(env), "\x00"), "\x00"); !slices.Equal(got, []string{childEnv + "=" + childRun}) {
+		t.Errorf("child's environment %q", got)
+	}
+	self, _ := os.Readlink("/proc/self/ns/net")
+	theirs, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid))
+	t.Logf("network namespace: worker %s, child %s (own: %v)", self, theirs, e.procs.netns.Load())
+	if e.procs.netns.Load() && self == theirs {
+		t.Errorf("child shares the worker's network namespace %s", self)
+	}
+}
+
+// TestNotChildCapable: a process whose main never called RunChildIfAsked
+// runs PDFium in-process, interruptible.
+func TestNotChildCapable(t *testing.T) {
+	childCapable.Store(false)
+	defer childCapable.Store(true)
+	e := newChildEngine(t, Config{Instances: 1})
+	if e.procs != nil || !e.cfg.Interruptible {
+		t.Errorf("procs %v, interruptible %v: want in-process and interruptible", e.procs != nil, e.cfg.Interruptible)
+	}
+}
+
+// TestFrames: the frame reader refuses a length past its bound before
+// allocating, and an answer's counts and lengths are checked against the
+// frame.
+func TestFrames(t *testing.T) {
+	if _, err := readFrame(bytes.NewReader([]byte{0, 0, 1, 0}), 255); !errors.Is(err, errFrameTooLarge) {
+		t.Errorf("past the bound: %v", err)
+	}
+	if _, err := readFrame(bytes.NewReader([]byte{0, 0, 0, 9, 1, 2}), 255); err == nil {
+		t.Error("short frame accepted")
+	}
+	var buf bytes.Buffer
+	writeFrame(&buf, []byte("ab"), []byte("cd"))
+	if b, err := readFrame(&buf, 4); err != nil || string(b) != "abcd" {
+		t.Errorf("round trip: %q, %v", b, err)
+	}
+	for _, tc := range []struct {
+		name  string
+		frame []byte
+	}{
+		{"empty", nil},
+		{"unknown kind", []byte{77}},
+		{"images count past the end", []byte{stImages, 0xff, 0xff, 0xff, 0xff, 0x0f}},
+		{"image length past the end", []byte{stImages, 1, 9, 1, 2}},
+		{"images left over", []byte{stImages, 1, 1, 'a', 'b'}},
+		{"bad input cut short", []byte{stBad, 5, 'p'}},
+		{"bad number", []byte{stError, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, _, _, err := answerOf(tc.frame); !errors.Is(err, errGarbled) {
+				t.Errorf("got %v, want a garbled frame", err)
+			}
+		})
+	}
+	q := request{op: opImages, pages: []int{3, -1, 7}, format: "webp", dpi: 150, quality: 80, part: 1, parts: 2}
+	got, err := decodeRequest(append(q.encode(), "%PDF"...))
+	if q.pdf = []byte("%PDF"); err != nil || fmt.Sprint(got) != fmt.Sprint(q) {
+		t.Errorf("request round trip: %+v, %v", got, err)
+	}
+	if _, err := decodeRequest([]byte{opText, 0xff, 0xff, 0xff, 0x0f}); !errors.Is(err, errGarbled) {
+		t.Errorf("pages count past the end: %v", err)
+	}
+}
