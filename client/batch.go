@@ -21,7 +21,7 @@ const (
 )
 
 // BatchDocument is one document of a batch: HTML, the URL of a public
-// page, an office file, or (in a batch with a Template) the template's
+// page, an office file, a PDF, or (in a batch with a Template) the template's
 // data; and optionally its own print options over the batch's.
 type BatchDocument struct {
 	// FileName is the PDF's name in the ZIP, without .pdf: required but
@@ -35,8 +35,27 @@ type BatchDocument struct {
 	Data any `json:"data,omitempty"`
 	// Office is an office file converted instead of HTML (DESIGN §11).
 	Office *OfficeFile `json:"office,omitempty"`
+	// PDF is a PDF of yours instead of HTML, through a tool or as sent,
+	// then the batch's watermark and steps (DESIGN §11).
+	PDF *PDFFile `json:"pdf,omitempty"`
 	*PrintOptions
 }
+
+// PDFFile is a batch document's PDF: Content is its bytes (sent in
+// base64); FileName, when set, names it in errors and names the document
+// when it has no FileName of its own. Tool, when set, is the tool whose
+// output the document is: NewTool("flatten", nil), NewTool("optimize",
+// map[string]any{"imageQuality": 60}), NewTool("pages",
+// map[string]any{"select": "1-2"}) or NewTool("metadata", ...).
+type PDFFile struct {
+	FileName string `json:"fileName,omitempty"`
+	Content  []byte `json:"content"`
+	Tool     Stage  `json:"tool,omitempty"`
+}
+
+// NewTool is a batch PDF document's tool: op (flatten, optimize, pages,
+// metadata) with its options inline, as NewStage builds a step.
+func NewTool(op string, fields map[string]any) Stage { return NewStage(op, fields) }
 
 // OfficeFile is a batch document's office file (docx, xlsx, pptx, odt,
 // ods, odp, rtf, txt, csv, ...): FileName's extension says its format;
@@ -85,8 +104,8 @@ func (r BatchRequest) body(stream, host bool) (func() (io.ReadCloser, string, er
 		}
 		docs := make([]BatchDocument, len(r.Documents))
 		for i, d := range r.Documents {
-			if d.HTMLContent != "" || d.URL != "" || d.Office != nil {
-				return nil, fmt.Errorf("docrender: document %d: a batch with a template takes each document's Data, not HTMLContent, URL or Office", i)
+			if d.HTMLContent != "" || d.URL != "" || d.Office != nil || d.PDF != nil {
+				return nil, fmt.Errorf("docrender: document %d: a batch with a template takes each document's Data, not HTMLContent, URL, Office or PDF", i)
 			}
 			data, err := templateData(d.Data)
 			if err != nil {

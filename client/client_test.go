@@ -329,3 +329,15 @@ func TestBatchDocumentOffice(t *testing.T) {
 		t.Fatalf("document %s, want %s", doc, want)
 	}
 }
+
+// A batch document's PDF travels as {fileName, content, tool} with its
+// bytes in base64 and the tool's options inline (DESIGN §11).
+func TestBatchDocumentPDF(t *testing.T) {
+	doc, err := json.Marshal(BatchDocument{PDF: &PDFFile{Content: []byte("x"), Tool: NewTool("optimize", map[string]any{"imageQuality": 60})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"pdf":{"content":"eA==","tool":{"imageQuality":60,"op":"optimize"}}}`; string(doc) != want {
+		t.Fatalf("document %s, want %s", doc, want)
+	}
+}

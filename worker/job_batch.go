@@ -66,7 +66,7 @@ func (w *Worker) runWithWebhooks(ctx context.Context) error {
 }
 
 // handleBatchDoc renders one document of a batch (or converts its office
-// file) and advances the batch:
+// file, or runs a tool on its PDF) and advances the batch:
 // done (and, for the last one, the ZIP job queued), failed (the batch ends
 // in error), or skipped because the batch already failed. Every outcome is
 // recorded idempotently, so a redelivered job changes nothing twice.
@@ -98,9 +98,13 @@ func (w *Worker) handleBatchDoc(ctx context.Context, job *jobspb.Job, doc *jobsp
 		return w.skipBatchDoc(ctx, r, i, d)
 	}
 	convert := func() (*jobspb.Result, error) { return w.handleRender(ctx, job, doc.Render) }
-	if oj := doc.GetOffice(); oj != nil {
+	switch {
+	case doc.GetOffice() != nil:
 		// An office document (DESIGN §11), on a worker of the office kind.
-		convert = func() (*jobspb.Result, error) { return w.handleOffice(ctx, job, oj) }
+		convert = func() (*jobspb.Result, error) { return w.handleOffice(ctx, job, doc.GetOffice()) }
+	case doc.GetTool() != nil:
+		// A PDF of the client's through a tool (DESIGN §11), on the pdf kind.
+		convert = func() (*jobspb.Result, error) { return w.handleTool(ctx, job, doc.GetTool()) }
 	}
 	res, err := w.contained(ctx, convert)
 	if err != nil && d.Last {

@@ -27,9 +27,10 @@ type toolOutput struct {
 
 // handleTool runs one of DESIGN §11's PDF tools on the uploaded PDF and
 // stores its output. Whatever the document makes of the options (a page
-// past the last) is the client's BAD_INPUT naming the field.
-func (w *Worker) handleTool(ctx context.Context, job *jobspb.Job) (*jobspb.Result, error) {
-	tj := job.GetTool()
+// past the last) is the client's BAD_INPUT naming the field. A batch's PDF
+// document (handleBatchDoc) runs the same way, its output stored at its
+// job's output key.
+func (w *Worker) handleTool(ctx context.Context, job *jobspb.Job, tj *jobspb.ToolJob) (*jobspb.Result, error) {
 	data, err := w.readBlob(ctx, tj.InputKey)
 	if errors.Is(err, blob.ErrNotFound) {
 		// The gateway gave up on the job and cleaned up: nothing to do.
@@ -101,6 +102,11 @@ func (w *Worker) runTool(ctx context.Context, tj *jobspb.ToolJob, data []byte) (
 		return w.text(ctx, out, data, t.Text)
 	case *jobspb.ToolJob_Images:
 		return w.images(ctx, out, tj.FileName, data, t.Images)
+	case nil:
+		// A batch's PDF as sent, through the batch's steps alone: read and
+		// written whole as the tools do, so that a corrupt file is named
+		// as they name it before any step sees it.
+		out.pages, err = pdfedit.Pages(ctx, bytes.NewReader(data), "all", nil, "", &buf)
 	default:
 		return nil, &pdfedit.OptionError{Field: "options", Problem: "no tool was asked for"}
 	}

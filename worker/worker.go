@@ -83,7 +83,7 @@ func New(ctx context.Context, cfg config.Config, q *queue.Conn, blobs blob.Store
 		// One PDFium instance per job slot: a tool's call holds one throughout.
 		pdfium: &lazy[*pdfium.Engine]{
 			start: func(ctx context.Context) (*pdfium.Engine, error) {
-				return pdfium.New(ctx, pdfium.Config{Instances: cfg.Workers})
+				return pdfium.New(ctx, pdfium.Config{Instances: cfg.Workers, Log: log})
 			},
 			stop: func(e *pdfium.Engine) { _ = e.Close() },
 		}}
@@ -209,7 +209,7 @@ func (w *Worker) Handle(ctx context.Context, job *jobspb.Job, d queue.Delivery) 
 	case *jobspb.Job_Slice:
 		res, err = w.handleSlice(ctx, job, k.Slice)
 	case *jobspb.Job_Tool:
-		res, err = w.handleTool(ctx, job)
+		res, err = w.handleTool(ctx, job, job.GetTool())
 	case *jobspb.Job_Screenshot:
 		res, err = w.handleScreenshot(ctx, job, k.Screenshot)
 	case *jobspb.Job_Office:

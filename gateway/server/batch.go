@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"path"
 	"slices"
@@ -100,6 +101,8 @@ type batchDocument struct {
 	Data json.RawMessage `json:"data"`
 	// Office is an office file to convert instead (DESIGN §11).
 	Office *batchOffice `json:"office"`
+	// PDF is a PDF of the client's instead, through a tool (DESIGN §11).
+	PDF *batchPDF `json:"pdf"`
 	// A document's own print options (DESIGN §6) replace the batch's.
 	pdfopts.PrintRaw
 }
@@ -111,6 +114,21 @@ type batchOffice struct {
 	Content  *string `json:"content"`
 }
 
+// batchPDF is a batch document's PDF: its bytes in base64, an optional
+// name (for errors, and the document's name unless it has one), and the
+// tool whose output the document is: {"op": "flatten" | "optimize" |
+// "pages" | "metadata", with the tool's options inline}; none: the PDF as
+// sent. The batch's watermark and §8 steps then apply as to a page.
+type batchPDF struct {
+	FileName *string        `json:"fileName"`
+	Content  *string        `json:"content"`
+	Tool     map[string]any `json:"tool"`
+}
+
+// batchTools are the tools a batch document may name: those that make one
+// PDF of one (a split makes several; text and images make no PDF).
+var batchTools = []string{pdfopts.ToolFlatten, pdfopts.ToolOptimize, pdfopts.ToolPages, pdfopts.ToolMetadata}
+
 // maxOfficeName bounds an office file's name (it names the file in errors).
 const maxOfficeName = 255
 
@@ -121,6 +139,8 @@ type batchPlan struct {
 	urls      []string
 	// office is each office document's file (else nil).
 	office []*batch.OfficeFile
+	// pdfs is each PDF document's file and tool (else nil).
+	pdfs []*batch.PDFFile
 	// own is each document's print options where it has its own (else nil).
 	own []*pdfopts.PrintOptions
 	// base is the batch's options as sent, under each document's own.
@@ -218,11 +238,16 @@ func (p *batchPlan) fingerprintOf(rawName *string) string {
 	if p.hasOffice() {
 		office = p.office
 	}
+	var pdfs []*batch.PDFFile
+	if slices.ContainsFunc(p.pdfs, func(f *batch.PDFFile) bool { return f != nil }) {
+		pdfs = p.pdfs
+	}
 	b, _ := json.Marshal(struct {
 		FileNames, HTML, URLs []string
-		// Absent without office documents: a batch's fingerprint is the
-		// one it had before they existed.
+		// Absent without office or PDF documents: a batch's fingerprint is
+		// the one it had before they existed.
 		Office       []*batch.OfficeFile `json:",omitempty"`
+		PDFs         []*batch.PDFFile    `json:",omitempty"`
 		Own          []*pdfopts.PrintOptions
 		Page         *jobspb.Page
 		Watermark    *jobspb.Watermark
@@ -233,7 +258,7 @@ func (p *batchPlan) fingerprintOf(rawName *string) string {
 		Webhook      *batch.Webhook
 		Template     string
 		Data         [][]byte
-	}{p.fileNames, p.html, p.urls, office, p.own, p.opts.Page, p.opts.Watermark, p.opts.PrintOptions, p.opts.UserType,
+	}{p.fileNames, p.html, p.urls, office, pdfs, p.own, p.opts.Page, p.opts.Watermark, p.opts.PrintOptions, p.opts.UserType,
 		rawName, p.stream, p.host, p.webhook, p.templateID(), p.data})
 	return fingerprint("generate-batch", string(b))
 }
@@ -259,9 +284,23 @@ func (p *batchPlan) readDocuments(docs []batchDocument, renderTimeout time.Durat
 	p.html = make([]string, len(docs))
 	p.urls = make([]string, len(docs))
 	p.office = make([]*batch.OfficeFile, len(docs))
+	p.pdfs = make([]*batch.PDFFile, len(docs))
 	p.own = make([]*pdfopts.PrintOptions, len(docs))
 	for i, d := range docs {
 		field := fmt.Sprintf("documents[%d]", i)
+		if d.PDF != nil {
+			if p.tpl != nil {
+				return apierr.Invalid(field+".pdf", "a batch with a template takes each document's data, not a PDF")
+			}
+			if d.URL != nil || d.HTMLContent != nil || d.Data != nil || d.Office != nil {
+				return apierr.Invalid(field+".pdf", "send either pdf or htmlContent, url or office, not several")
+			}
+			f, err := readBatchPDF(field+".pdf", d.PDF, maxUpload)
+			if err != nil {
+				return err
+			}
+			p.pdfs[i] = f
+		}
 		if d.Office != nil {
 			if p.tpl != nil {
 				return apierr.Invalid(field+".office", "a batch with a template takes each document's data, not an office file")
@@ -283,6 +322,8 @@ func (p *batchPlan) readDocuments(docs []batchDocument, renderTimeout time.Durat
 		case p.office[i] != nil:
 			// An office document is named after its file unless told.
 			def = strings.TrimSuffix(p.office[i].Name, path.Ext(p.office[i].Name))
+		case p.pdfs[i] != nil && p.pdfs[i].Name != "":
+			def = strings.TrimSuffix(p.pdfs[i].Name, path.Ext(p.pdfs[i].Name))
 		case d.FileName == nil || strings.TrimSpace(*d.FileName) == "":
 			return apierr.Invalid(field+".fileName", "is required")
 		}
@@ -296,7 +337,7 @@ func (p *batchPlan) readDocuments(docs []batchDocument, renderTimeout time.Durat
 		}
 		p.fileNames[i] = name
 		switch {
-		case p.office[i] != nil:
+		case p.office[i] != nil, p.pdfs[i] != nil:
 		case p.tpl != nil:
 			if d.URL != nil || d.HTMLContent != nil {
 				return apierr.Invalid(field+".data", "a batch with a template takes each document's data, not htmlContent or url")
@@ -360,20 +401,80 @@ func readOffice(field string, o *batchOffice, max int64) (*batch.OfficeFile, err
 		return nil, apierr.Invalid(field+".fileName", fmt.Sprintf("%q is not an office format this service converts", path.Ext(name))).
 			WithHint("Name the file after its format: .docx, .xlsx, .pptx, .odt, .ods, .odp, .rtf, .txt, .csv, ...")
 	}
-	if o.Content == nil || *o.Content == "" {
-		return nil, apierr.Invalid(field+".content", "is required: the file's bytes in base64")
-	}
-	if int64(base64.StdEncoding.DecodedLen(len(*o.Content))) > max+2 {
-		return nil, apierr.Invalid(field+".content", fmt.Sprintf("decodes to more than %d bytes, the upload limit", max))
-	}
-	data, err := base64.StdEncoding.DecodeString(*o.Content)
+	data, err := fileContent(field+".content", o.Content, max)
 	if err != nil {
-		return nil, apierr.Invalid(field+".content", "must be the file's bytes in standard base64")
-	}
-	if int64(len(data)) > max {
-		return nil, apierr.Invalid(field+".content", fmt.Sprintf("decodes to more than %d bytes, the upload limit", max))
+		return nil, err
 	}
 	return &batch.OfficeFile{Name: name, Content: data}, nil
+}
+
+// fileContent decodes a batch document's file (field): base64 of at most
+// max bytes once decoded, judged before decoding.
+func fileContent(field string, content *string, max int64) ([]byte, error) {
+	if content == nil || *content == "" {
+		return nil, apierr.Invalid(field, "is required: the file's bytes in base64")
+	}
+	if int64(base64.StdEncoding.DecodedLen(len(*content))) > max+2 {
+		return nil, apierr.Invalid(field, fmt.Sprintf("decodes to more than %d bytes, the upload limit", max))
+	}
+	data, err := base64.StdEncoding.DecodeString(*content)
+	if err != nil {
+		return nil, apierr.Invalid(field, "must be the file's bytes in standard base64")
+	}
+	if int64(len(data)) > max {
+		return nil, apierr.Invalid(field, fmt.Sprintf("decodes to more than %d bytes, the upload limit", max))
+	}
+	return data, nil
+}
+
+// readBatchPDF checks a batch document's PDF (field): its content a PDF at
+// first sight (the worker reads it whole and names a corrupt one), its
+// name, and its tool's options as the tool's route checks them; the
+// route's own options (fileName, host, userType, stages) are the batch's.
+func readBatchPDF(field string, o *batchPDF, max int64) (*batch.PDFFile, error) {
+	f := &batch.PDFFile{}
+	if o.FileName != nil {
+		f.Name = path.Base(strings.ReplaceAll(strings.TrimSpace(*o.FileName), "\\", "/"))
+		if len(f.Name) > maxOfficeName || strings.ContainsFunc(f.Name, unicode.IsControl) || f.Name == "." || f.Name == "/" {
+			return nil, apierr.Invalid(field+".fileName", fmt.Sprintf("must be a file name of at most %d bytes", maxOfficeName))
+		}
+	}
+	data, err := fileContent(field+".content", o.Content, max)
+	if err != nil {
+		return nil, err
+	}
+	if why := (&pdfSniffer{head: data[:min(len(data), sniffLen)]}).notPDF(); why != "" {
+		return nil, apierr.Invalid(field+".content", why)
+	}
+	f.Content = data
+	if o.Tool == nil {
+		return f, nil
+	}
+	op, _ := o.Tool["op"].(string)
+	if !slices.Contains(batchTools, op) {
+		return nil, apierr.Invalid(field+".tool.op", "must be one of "+strings.Join(batchTools, ", ")+" (a tool whose output is one PDF)")
+	}
+	fields := maps.Clone(o.Tool)
+	delete(fields, "op")
+	for _, own := range []string{"fileName", "host", "userType", "stages"} {
+		if _, ok := fields[own]; ok {
+			return nil, apierr.Invalid(field+".tool."+own, "is the batch's: give it in the batch's options")
+		}
+	}
+	raw, err := json.Marshal(fields)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := pdfopts.ParseToolOptions(op, string(raw))
+	if err != nil {
+		var bad *invalid.Error
+		if errors.As(err, &bad) {
+			return nil, apierr.Invalid(field+".tool."+bad.Field, bad.Problem).WithHint(bad.Hint)
+		}
+		return nil, err
+	}
+	f.Tool = opts.Job
+	return f, nil
 }
 
 // inDocument names document i in a 400 that names a field.
@@ -518,7 +619,7 @@ func (b *batchAPI) start(c echo.Context, u *account.User, p *batchPlan) (*batch.
 	names := batch.EntryNames(p.fileNames)
 	docs := make([]batch.Document, len(names))
 	for i := range docs {
-		docs[i] = batch.Document{EntryName: names[i], HTML: p.html[i], URL: p.urls[i], Office: p.office[i], Own: p.own[i]}
+		docs[i] = batch.Document{EntryName: names[i], HTML: p.html[i], URL: p.urls[i], Office: p.office[i], PDF: p.pdfs[i], Own: p.own[i]}
 		if p.tpl != nil {
 			docs[i].Data = p.data[i]
 		}

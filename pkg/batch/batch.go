@@ -200,6 +200,9 @@ type Document struct {
 	Data []byte
 	// Office is an office file to convert instead of a page (DESIGN §11).
 	Office *OfficeFile
+	// PDF is a PDF of the client's instead of a page (DESIGN §11): a
+	// tool's output, or the PDF as sent, through the batch's steps.
+	PDF *PDFFile
 }
 
 // OfficeFile is a batch document's office file: its client-side name
@@ -207,6 +210,20 @@ type Document struct {
 type OfficeFile struct {
 	Name    string
 	Content []byte
+}
+
+// PDFFile is a batch document's PDF: its client-side name, its bytes, and
+// the tool to run on it (its Tool set, the input left for Submit to fill;
+// nil: none).
+type PDFFile struct {
+	Name    string
+	Content []byte
+	Tool    *jobspb.ToolJob
+}
+
+// pdfKey is where document i's PDF is stored, under its inputs.
+func pdfKey(id string, i int) string {
+	return blob.BatchInputs(id, i) + "input.pdf"
 }
 
 // officeKey is where document i's office file is stored: under its
@@ -313,6 +330,9 @@ func (t *Tracker) Submit(ctx context.Context, r *Record, docs []Document, render
 		if f := docs[i].Office; f != nil {
 			job.GetBatchDocument().Office, job.GetBatchDocument().Render = officeJob(rj, officeKey(r.ID, i, f.Name), f.Name), nil
 		}
+		if f := docs[i].PDF; f != nil {
+			job.GetBatchDocument().Tool, job.GetBatchDocument().Render = toolJob(rj, pdfKey(r.ID, i), f), nil
+		}
 		if docs[i].URL != "" {
 			rj.BundlePrefix, rj.Files, rj.Entry = "", nil, ""
 			rj.Url = proto.CloneOf(fetch)
@@ -339,6 +359,20 @@ func officeJob(rj *jobspb.RenderJob, key, name string) *jobspb.OfficeJob {
 		Stages: rj.GetStages(), StepsOrdered: rj.GetStepsOrdered(), PagesStage: rj.GetPagesStage(), MaxPages: rj.GetMaxPages()}
 }
 
+// toolJob runs f's tool on the PDF at key, then what applies to it of the
+// document's render: its watermark and every §8 step, in the document's
+// order (a PDF has no page to print: the print options do not apply).
+func toolJob(rj *jobspb.RenderJob, key string, f *PDFFile) *jobspb.ToolJob {
+	tj := &jobspb.ToolJob{}
+	if f.Tool != nil {
+		tj = proto.CloneOf(f.Tool)
+	}
+	tj.InputKey, tj.InputName = key, f.Name
+	tj.Watermark, tj.Info, tj.Encryption, tj.Record = rj.GetWatermark(), rj.GetInfo(), rj.GetEncryption(), rj.GetRecord()
+	tj.Stages, tj.StepsOrdered, tj.PagesStage = rj.GetStages(), rj.GetStepsOrdered(), rj.GetPagesStage()
+	return tj
+}
+
 // writeInputs stores each document's HTML as the index.html of its own
 // bundle, or its office file under its inputs.
 func (t *Tracker) writeInputs(ctx context.Context, id string, docs []Document) error {
@@ -357,8 +391,11 @@ func (t *Tracker) writeInputs(ctx context.Context, id string, docs []Document) e
 				return // fetched by the worker, or a stored template's data
 			}
 			key, body, n := blob.BatchInputs(id, i)+"index.html", io.Reader(strings.NewReader(d.HTML)), len(d.HTML)
-			if d.Office != nil {
+			switch {
+			case d.Office != nil:
 				key, body, n = officeKey(id, i, d.Office.Name), bytes.NewReader(d.Office.Content), len(d.Office.Content)
+			case d.PDF != nil:
+				key, body, n = pdfKey(id, i), bytes.NewReader(d.PDF.Content), len(d.PDF.Content)
 			}
 			err := t.blobs.Put(ctx, key, body, int64(n))
 			if err != nil {

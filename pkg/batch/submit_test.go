@@ -207,3 +207,50 @@ func TestSubmitOfficeDocument(t *testing.T) {
 		t.Fatalf("stored %q", got)
 	}
 }
+
+// A PDF document is stored under its inputs and queued as its tool's job
+// on the pdf kind's lane, with the batch's steps; without a tool, a job
+// with none (the PDF as sent through the steps).
+func TestSubmitPDFDocument(t *testing.T) {
+	f := newFixture(t)
+	q := &refusingQueue{accept: 10}
+	f.tr.q = q
+	ctx := context.Background()
+	id := ids.New()
+	r := &Record{ID: id, OwnerID: "u1", Name: "b", Total: 2, ZipID: id, Retention: time.Hour, CreatedAt: time.Now()}
+	pdf := []byte("%PDF-1.7 a PDF")
+	tool := &jobspb.ToolJob{Tool: &jobspb.ToolJob_Flatten{Flatten: &jobspb.FlattenTool{}}}
+	docs := []Document{{EntryName: "a.pdf", PDF: &PDFFile{Name: "form.pdf", Content: pdf, Tool: tool}}, {EntryName: "b.pdf", PDF: &PDFFile{Content: pdf}}}
+	render := &jobspb.RenderJob{Info: &jobspb.DocInfo{Title: "T"}, Stages: []string{"metadata"}, StepsOrdered: true}
+	if err := f.tr.Submit(ctx, r, docs, render, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if len(q.jobs) != 2 {
+		t.Fatalf("%d jobs queued", len(q.jobs))
+	}
+	for i, job := range q.jobs {
+		tj := job.GetBatchDocument().GetTool()
+		if job.WorkerKind() != jobspb.KindPDF || tj == nil || job.GetBatchDocument().GetRender() != nil {
+			t.Fatalf("PDF document %d job = %v", i, job)
+		}
+		if job.OutputKey != blob.BatchPDF(id, i) || !strings.HasPrefix(tj.InputKey, blob.BatchInputs(id, i)) ||
+			tj.GetInfo().GetTitle() != "T" || !tj.StepsOrdered || len(tj.Stages) != 1 {
+			t.Fatalf("tool job %d = %v", i, tj)
+		}
+		rc, _, err := f.tr.blobs.Get(ctx, tj.InputKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(rc)
+		rc.Close()
+		if string(got) != string(pdf) {
+			t.Fatalf("stored %q", got)
+		}
+	}
+	if q.jobs[0].GetBatchDocument().GetTool().GetFlatten() == nil || q.jobs[0].GetBatchDocument().GetTool().InputName != "form.pdf" {
+		t.Errorf("the first document's tool: %v", q.jobs[0].GetBatchDocument().GetTool())
+	}
+	if q.jobs[1].GetBatchDocument().GetTool().GetTool() != nil || tool.InputKey != "" {
+		t.Errorf("the second has a tool, or the document's tool was changed: %v", q.jobs[1])
+	}
+}

@@ -3257,7 +3257,11 @@ type BatchDocumentJob struct {
 	// An office document (DESIGN §11) instead of a page: its one input file,
 	// converted by a worker of the office kind with the batch's options;
 	// render is then absent.
-	Office        *OfficeJob `protobuf:"bytes,4,opt,name=office,proto3" json:"office,omitempty"`
+	Office *OfficeJob `protobuf:"bytes,4,opt,name=office,proto3" json:"office,omitempty"`
+	// A PDF of the client's (DESIGN §11) instead of a page: a tool's output
+	// (flatten, optimize, pages, metadata; none: the PDF as sent), then the
+	// batch's steps, by a worker of the pdf kind; render is then absent.
+	Tool          *ToolJob `protobuf:"bytes,5,opt,name=tool,proto3" json:"tool,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3316,6 +3320,13 @@ func (x *BatchDocumentJob) GetRender() *RenderJob {
 func (x *BatchDocumentJob) GetOffice() *OfficeJob {
 	if x != nil {
 		return x.Office
+	}
+	return nil
+}
+
+func (x *BatchDocumentJob) GetTool() *ToolJob {
+	if x != nil {
+		return x.Tool
 	}
 	return nil
 }
@@ -4390,12 +4401,13 @@ const file_jobs_proto_rawDesc = "" +
 	"\x05level\x18\x03 \x01(\tR\x05level\x122\n" +
 	"\x15covers_whole_document\x18\x04 \x01(\bR\x13coversWholeDocument\x12\x14\n" +
 	"\x05valid\x18\x05 \x01(\bR\x05valid\x12\x16\n" +
-	"\x06reason\x18\x06 \x01(\tR\x06reason\"\xaf\x01\n" +
+	"\x06reason\x18\x06 \x01(\tR\x06reason\"\xdf\x01\n" +
 	"\x10BatchDocumentJob\x12\x19\n" +
 	"\bbatch_id\x18\x01 \x01(\tR\abatchId\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x05R\x05index\x124\n" +
 	"\x06render\x18\x03 \x01(\v2\x1c.docrender.jobs.v1.RenderJobR\x06render\x124\n" +
-	"\x06office\x18\x04 \x01(\v2\x1c.docrender.jobs.v1.OfficeJobR\x06office\"#\n" +
+	"\x06office\x18\x04 \x01(\v2\x1c.docrender.jobs.v1.OfficeJobR\x06office\x12.\n" +
+	"\x04tool\x18\x05 \x01(\v2\x1a.docrender.jobs.v1.ToolJobR\x04tool\"#\n" +
 	"\x06ZipJob\x12\x19\n" +
 	"\bbatch_id\x18\x01 \x01(\tR\abatchId\"\xa1\x01\n" +
 	"\x0fWebhookDelivery\x12\x1f\n" +
@@ -4580,17 +4592,18 @@ var file_jobs_proto_depIdxs = []int32{
 	46, // 56: docrender.jobs.v1.InspectReport.signatures:type_name -> docrender.jobs.v1.InspectReport.Signature
 	14, // 57: docrender.jobs.v1.BatchDocumentJob.render:type_name -> docrender.jobs.v1.RenderJob
 	15, // 58: docrender.jobs.v1.BatchDocumentJob.office:type_name -> docrender.jobs.v1.OfficeJob
-	37, // 59: docrender.jobs.v1.Report.failed_requests:type_name -> docrender.jobs.v1.FailedRequest
-	19, // 60: docrender.jobs.v1.Report.template_errors:type_name -> docrender.jobs.v1.TemplateError
-	1,  // 61: docrender.jobs.v1.Result.error_kind:type_name -> docrender.jobs.v1.ErrorKind
-	38, // 62: docrender.jobs.v1.Result.report:type_name -> docrender.jobs.v1.Report
-	33, // 63: docrender.jobs.v1.Result.inspect:type_name -> docrender.jobs.v1.InspectReport
-	32, // 64: docrender.jobs.v1.Result.tool:type_name -> docrender.jobs.v1.ToolOutput
-	65, // [65:65] is the sub-list for method output_type
-	65, // [65:65] is the sub-list for method input_type
-	65, // [65:65] is the sub-list for extension type_name
-	65, // [65:65] is the sub-list for extension extendee
-	0,  // [0:65] is the sub-list for field type_name
+	24, // 59: docrender.jobs.v1.BatchDocumentJob.tool:type_name -> docrender.jobs.v1.ToolJob
+	37, // 60: docrender.jobs.v1.Report.failed_requests:type_name -> docrender.jobs.v1.FailedRequest
+	19, // 61: docrender.jobs.v1.Report.template_errors:type_name -> docrender.jobs.v1.TemplateError
+	1,  // 62: docrender.jobs.v1.Result.error_kind:type_name -> docrender.jobs.v1.ErrorKind
+	38, // 63: docrender.jobs.v1.Result.report:type_name -> docrender.jobs.v1.Report
+	33, // 64: docrender.jobs.v1.Result.inspect:type_name -> docrender.jobs.v1.InspectReport
+	32, // 65: docrender.jobs.v1.Result.tool:type_name -> docrender.jobs.v1.ToolOutput
+	66, // [66:66] is the sub-list for method output_type
+	66, // [66:66] is the sub-list for method input_type
+	66, // [66:66] is the sub-list for extension type_name
+	66, // [66:66] is the sub-list for extension extendee
+	0,  // [0:66] is the sub-list for field type_name
 }
 
 func init() { file_jobs_proto_init() }

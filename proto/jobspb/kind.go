@@ -21,7 +21,7 @@ func WorkerKinds() []string { return []string{KindChromium, KindPDF, KindOffice}
 
 // WorkerKind is the kind of worker that takes j: renders, screenshots and
 // Markdown (a render) on chromium, office documents (a batch's among them)
-// on office.
+// on office, the PDF tools (a batch's PDFs among them) on pdf.
 func (j *Job) WorkerKind() string {
 	switch j.GetKind().(type) {
 	case *Job_Merge, *Job_Zip, *Job_Inspect, *Job_Tool:
@@ -29,8 +29,11 @@ func (j *Job) WorkerKind() string {
 	case *Job_Office:
 		return KindOffice
 	case *Job_BatchDocument:
-		if j.GetBatchDocument().GetOffice() != nil {
+		switch d := j.GetBatchDocument(); {
+		case d.GetOffice() != nil:
 			return KindOffice
+		case d.GetTool() != nil:
+			return KindPDF
 		}
 	}
 	return KindChromium
