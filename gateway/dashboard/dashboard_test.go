@@ -3,11 +3,17 @@ package dashboard
 import (
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/docrender/docrender/pkg/pdfopts"
+	"github.com/docrender/docrender/proto/jobspb"
 )
 
 func serve(t *testing.T, method, path string, header map[string]string) *httptest.ResponseRecorder {
@@ -139,6 +145,94 @@ func TestPageRules(t *testing.T) {
 	for _, m := range regexp.MustCompile(`(?:src|href)="/dashboard/([^"]+)"`).FindAllStringSubmatch(page, -1) {
 		if _, ok := h.assets[m[1]]; !ok {
 			t.Errorf("index.html names /dashboard/%s, which is not embedded", m[1])
+		}
+	}
+}
+
+// jsonFields are the JSON names of t's fields, embedded structs' included.
+func jsonFields(t reflect.Type) []string {
+	var names []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && tag == "" {
+			names = append(names, jsonFields(f.Type)...)
+			continue
+		}
+		if tag != "" && tag != "-" {
+			names = append(names, tag)
+		}
+	}
+	return names
+}
+
+// The render form's controls send the API's own fields (pdfopts.Raw, what
+// POST /pdf/generate reads): every opts.<field> the form sets is one of
+// them, the long-document and stages controls among them (DESIGN §10,
+// §11), and the split choices are the values split takes: absent, true
+// or false, which the API reads as its three ways to print.
+func TestRenderFormSendsAPIFields(t *testing.T) {
+	h, err := load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(h.assets["index.html"].data)
+	script := string(h.assets["app.js"].data)
+	for _, id := range []string{"render-toc", "render-split", "render-stages"} {
+		if !strings.Contains(page, `id="`+id+`"`) {
+			t.Errorf("index.html has no #%s", id)
+		}
+	}
+	start := strings.Index(script, "$('render-form').addEventListener")
+	end := strings.Index(script, "// --- screenshot a page")
+	if start < 0 || end < start {
+		t.Fatal("app.js: the render form's handler is not where it was")
+	}
+	api := jsonFields(reflect.TypeFor[pdfopts.Raw]())
+	var set []string
+	for _, m := range regexp.MustCompile(`\bopts\.([A-Za-z]+) = `).FindAllStringSubmatch(script[start:end], -1) {
+		set = append(set, m[1])
+		if !slices.Contains(api, m[1]) {
+			t.Errorf("the render form sets opts.%s, which POST /pdf/generate does not take", m[1])
+		}
+	}
+	for _, want := range []string{"toc", "split", "stages"} {
+		if !slices.Contains(set, want) {
+			t.Errorf("the render form never sets opts.%s", want)
+		}
+	}
+
+	sel := regexp.MustCompile(`(?s)<select id="render-split">(.*?)</select>`).FindStringSubmatch(page)
+	if sel == nil {
+		t.Fatal("index.html: no <select id=\"render-split\">")
+	}
+	var values []string
+	for _, m := range regexp.MustCompile(`<option value="([^"]*)"`).FindAllStringSubmatch(sel[1], -1) {
+		values = append(values, m[1])
+	}
+	if !slices.Equal(values, []string{"", "true", "false"}) {
+		t.Fatalf("split choices %q, want \"\", \"true\", \"false\"", values)
+	}
+	// What the form sends for each (app.js: opts.split = value === 'true'),
+	// and a stages list as the textarea takes it, as the API reads them.
+	for body, want := range map[string]jobspb.Split{
+		`{"toc":true,"stages":[{"op":"metadata","title":"T"}]}`: jobspb.Split_SPLIT_AUTO,
+		`{"split":true}`:  jobspb.Split_SPLIT_ON,
+		`{"split":false}`: jobspb.Split_SPLIT_OFF,
+	} {
+		var raw pdfopts.Raw
+		if err := pdfopts.Decode([]byte(body), &raw); err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		o, err := raw.Validate("document", time.Minute)
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		if got := o.Print.GetSplit(); got != want {
+			t.Errorf("%s: split %v, want %v", body, got, want)
+		}
+		if strings.Contains(body, "toc") && (!o.Print.GetToc() || !slices.Equal(o.Stages, []string{"metadata"})) {
+			t.Errorf("%s: toc %v, stages %q", body, o.Print.GetToc(), o.Stages)
 		}
 	}
 }

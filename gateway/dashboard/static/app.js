@@ -40,6 +40,9 @@
     let body = null;
     try { body = await resp.json(); } catch { /* not JSON */ }
     let msg = (body && typeof body.message === 'string' && body.message) || `${resp.status} ${resp.statusText}`;
+    // A 400 names the field it refused (stages[1].op, scale); the message
+    // usually does too, else it is said after it.
+    if (body && typeof body.field === 'string' && body.field && !msg.includes(body.field)) msg += ` (field ${body.field})`;
     if (body && typeof body.hint === 'string' && body.hint) msg += ' ' + body.hint;
     const retry = resp.headers.get('Retry-After');
     if (resp.status === 429 && retry) msg += ` Try again in ${retry} s.`;
@@ -374,6 +377,23 @@
     if ($('render-pdfua').checked) opts.pdfua = true;
     const lang = $('render-lang').value.trim();
     if (lang) opts.lang = lang;
+    // So do the long-document controls (DESIGN §10) and the steps (§11).
+    if ($('render-toc').checked) opts.toc = true;
+    const split = $('render-split').value;
+    if (split) opts.split = split === 'true';
+    const rawStages = $('render-stages').value.trim();
+    if (rawStages) {
+      let stages;
+      try { stages = JSON.parse(rawStages); } catch (e) {
+        status('render-status', 'Stages are not valid JSON: ' + e.message, 'error');
+        return;
+      }
+      if (!Array.isArray(stages)) {
+        status('render-status', 'Stages must be a JSON list of steps, such as [{"op":"watermark","text":"DRAFT"}].', 'error');
+        return;
+      }
+      opts.stages = stages;
+    }
     if ($('render-host').checked) opts.host = true;
     const form = new FormData();
     if (Object.keys(opts).length) form.append('options', JSON.stringify(opts));
