@@ -62,17 +62,18 @@ type command struct {
 
 func commandList() []command {
 	return []command{
-		{"render", "FILE|DIR|URL | --template NAME[@VERSION] [--data FILE.json|-] [-o out.pdf] [--option k=v ...] [--pdfa LEVEL] [--pdfua] [--attach FILE ...] [--einvoice PROFILE --einvoice-xml FILE] [--sign IDENTITY] [--host] [--idempotency-key K]", "render an HTML file, a folder (index.html and its assets), a web page, or a stored template filled with data to PDF", runRender},
-		{"merge", "a.pdf b.pdf ... [-o out.pdf] [--option k=v ...] [--pdfa LEVEL] [--attach FILE ...] [--sign IDENTITY] [--host] [--idempotency-key K]", "merge PDFs in the order given", runMerge},
-		{"batch", "DIR | --template NAME[@VERSION] ROWS.jsonl|- [-o out.zip] [--option k=v ...] [--pdfa LEVEL] [--attach FILE ...] [--einvoice PROFILE] [--sign IDENTITY] [--host] [--progress auto|bar|plain|none] [--idempotency-key K]", "render every .html file of DIR, or a stored template per row of data, into one ZIP, showing progress", runBatch},
+		{"render", "FILE|DIR|URL | --template NAME[@VERSION] [--data FILE.json|-] [-o out.pdf] [--option k=v ...] [--pdfa LEVEL] [--pdfua] [--attach FILE ...] [--einvoice PROFILE --einvoice-xml FILE] [--sign IDENTITY] [--toc] [--split[=false|auto]] [--stages JSON|@FILE] [--host] [--idempotency-key K]", "render an HTML file, a folder (index.html and its assets), a web page, or a stored template filled with data to PDF", runRender},
+		{"merge", "a.pdf b.pdf ... [-o out.pdf] [--option k=v ...] [--pdfa LEVEL] [--attach FILE ...] [--sign IDENTITY] [--stages JSON|@FILE] [--host] [--idempotency-key K]", "merge PDFs in the order given", runMerge},
+		{"batch", "DIR | --template NAME[@VERSION] ROWS.jsonl|- [-o out.zip] [--option k=v ...] [--pdfa LEVEL] [--attach FILE ...] [--einvoice PROFILE] [--sign IDENTITY] [--stages JSON|@FILE] [--host] [--progress auto|bar|plain|none] [--idempotency-key K]", "render every .html file of DIR, or a stored template per row of data, into one ZIP, showing progress", runBatch},
 		{"screenshot", "FILE|DIR|URL [--format png|jpeg|webp] [--quality 1-100] [--full-page | --clip X,Y,W,H] [--width N] [--height N] [--omit-background] [-o FILE] [--option k=v ...] [--host]", "capture an HTML file, a folder or a web page as an image", runScreenshot},
 		{"markdown", "FILE.md|DIR [--template template.html] [--no-outline] [-o out.pdf] [--option k=v ...] [--host]", "print a Markdown document (GitHub's dialect) as a PDF, its headings the outline", runMarkdown},
-		{"office", "FILE ... [--merge] [--landscape] [--page-ranges 1-3,5] [-o FILE] [--option k=v ...] [--pdfa LEVEL] [--attach FILE ...] [--sign IDENTITY] [--host]", "convert office documents (docx, xlsx, pptx, odt, rtf, csv, ...) to PDF: one each (a ZIP for several), or one merged PDF", runOffice},
+		{"office", "FILE ... [--merge] [--landscape] [--page-ranges 1-3,5] [-o FILE] [--option k=v ...] [--pdfa LEVEL] [--attach FILE ...] [--sign IDENTITY] [--stages JSON|@FILE] [--host]", "convert office documents (docx, xlsx, pptx, odt, rtf, csv, ...) to PDF: one each (a ZIP for several), or one merged PDF", runOffice},
 		{"inspect", "FILE", "say what a PDF is and claims (pages, sizes, tags, PDF/A and PDF/UA claims, fonts, attachments, signatures) as JSON", runInspect},
-		{"split", "FILE --ranges 1-3,4-9 | --every N [-o out.zip] [--name NAME] [--host]", "cut a PDF into several, a ZIP of PDFs", runSplit},
-		{"pages", "FILE [--select 3,1-2] [--rotate 2-3=90 ...] [--delete 4] [-o out.pdf] [--name NAME] [--host]", "select, reorder, rotate or delete a PDF's pages", runPages},
-		{"flatten", "FILE [-o out.pdf] [--name NAME] [--host]", "burn a PDF's form fields and annotations into its pages", runFlatten},
-		{"optimize", "FILE [--image-quality 1-100] [--max-image-dpi N] [-o out.pdf] [--name NAME] [--host]", "make a PDF smaller (images recompressed and downsampled, objects merged)", runOptimize},
+		{"split", "FILE --ranges 1-3,4-9 | --every N [--stages JSON|@FILE] [-o out.zip] [--name NAME] [--host]", "cut a PDF into several, a ZIP of PDFs", runSplit},
+		{"pages", "FILE [--select 3,1-2] [--rotate 2-3=90 ...] [--delete 4] [--stages JSON|@FILE] [-o out.pdf] [--name NAME] [--host]", "select, reorder, rotate or delete a PDF's pages", runPages},
+		{"flatten", "FILE [--stages JSON|@FILE] [-o out.pdf] [--name NAME] [--host]", "burn a PDF's form fields and annotations into its pages", runFlatten},
+		{"optimize", "FILE [--image-quality 1-100] [--max-image-dpi N] [--stages JSON|@FILE] [-o out.pdf] [--name NAME] [--host]", "make a PDF smaller (images recompressed and downsampled, objects merged)", runOptimize},
+		{"metadata", "FILE [--title T] [--author A] [--subject S] [--keywords a,b] [--creator C] [--stages JSON|@FILE] [-o out.pdf] [--name NAME] [--host]", "rewrite a PDF's document information (title, author, ...)", runMetadata},
 		{"text", "FILE [--markdown] [--pages 1-3] [-o out.txt] [--host]", "a PDF's text, or Markdown, on standard output", runText},
 		{"images", "FILE [--format png|jpeg|webp] [--dpi N] [--pages 1-3] [-o FILE] [--name NAME] [--host]", "pictures of a PDF's pages: one image, or a ZIP of one a page", runImages},
 		{"qr", "TEXT [-o qr.png] [--size N] [--margin N] [--ecc L|M|Q|H] [--dark #000] [--light #fff]", "draw a QR code as a PNG", runQR},
@@ -218,14 +219,23 @@ data and rendered; nothing but the data is sent:
                   send Idempotency-Key K: the same command run again within
                   24 hours gets the same PDF without a new render or charge
                   (a different request under K is refused)
-` + fmt.Sprintf(recordHelp, ""),
+
+long documents (DESIGN §10; shorthands for --option toc=true, split=...):
+  --toc           fill <nav data-toc></nav> with a table of contents: the
+                  headings h1-h3, each with its page number and a link
+  --split         print in slices at once and join them, whatever the length;
+                  --split=false in one piece, whatever the length;
+                  --split=auto (the default) in slices past the service's
+                  DOCRENDER_SPLIT_PAGES pages. Give the value with "="
+` + fmt.Sprintf(recordHelp, "") + fmt.Sprintf(stagesHelp, "the PDF") + stagesAttachHelp,
 	"merge": `  -o FILE         where to write the PDF (default merged.pdf, not overwritten if it
                   exists; - for standard output)
   --option k=v    fileName, userType, metadata.*, encryption.*, watermark.*
   --host          store the result behind an expiring link and print the link
   --idempotency-key K
                   as for render
-` + fmt.Sprintf(recordHelp, "; the merged PDF is a PDF/A (--pdfa) whatever\n                  the inputs, or fails naming the rule an input breaks"),
+` + fmt.Sprintf(recordHelp, "; the merged PDF is a PDF/A (--pdfa) whatever\n                  the inputs, or fails naming the rule an input breaks") +
+		fmt.Sprintf(stagesHelp, "the merged PDF") + stagesAttachHelp,
 	"office": `Each FILE's extension says its format: docx, doc, xlsx, xls, pptx, ppt,
 odt, ods, odp, rtf, txt, csv and the other forms LibreOffice reads.
 
@@ -237,7 +247,7 @@ odt, ods, odp, rtf, txt, csv and the other forms LibreOffice reads.
   --page-ranges R the pages of each document, 1-3,5
   --option k=v    fileName, userType, metadata.*, encryption.*, watermark.*
   --host          store the result behind an expiring link and print the link
-` + fmt.Sprintf(recordHelp, ""),
+` + fmt.Sprintf(recordHelp, "") + fmt.Sprintf(stagesHelp, "each PDF") + stagesAttachHelp,
 	"screenshot": `FILE, DIR and URL are sent as render sends them; the waits of render's
 options apply (--option waitForSelector=#ready, --option waitDelay=1s).
 
@@ -267,12 +277,17 @@ file, with the images it links by relative path).
                     footerTemplate=...)
   --host            store the PDF behind an expiring link and print the link
 `,
-	"split":    fmt.Sprintf(toolHelp, "FILE-split.zip") + "  --ranges R      one PDF per comma-separated range, in the order given\n  --every N       one PDF per N pages, the last with what is left\n",
-	"pages":    fmt.Sprintf(toolHelp, "FILE-pages.pdf") + "  --select S      pages in the order wanted (repeats allowed)\n  --rotate P=DEG  turn pages P clockwise by DEG (a multiple of 90), repeatable\n  --delete D      pages to leave out\nEvery page number names a page of the uploaded PDF.\n",
-	"flatten":  fmt.Sprintf(toolHelp, "FILE-flat.pdf"),
-	"optimize": fmt.Sprintf(toolHelp, "FILE-optimized.pdf") + "  --image-quality N   JPEG quality of recompressed images (service default 75)\n  --max-image-dpi N   downsample images to N dpi (default 150; 0 keeps them)\nThe sizes before and after are printed on standard error.\n",
-	"text":     fmt.Sprintf(toolHelp, "standard output") + "  --markdown      Markdown (headings, lists, tables) instead of plain text\n  --pages P       the pages to read (default all)\n",
-	"images":   fmt.Sprintf(toolHelp, "FILE-images.png for one page, FILE-images.zip for more") + "  --format F      png (default), jpeg or webp\n  --dpi N         resolution, 1 to 600 (default 72)\n  --pages P       the pages to draw (default all)\n",
+	"split": fmt.Sprintf(toolHelp, "FILE-split.zip") + "  --ranges R      one PDF per comma-separated range, in the order given\n  --every N       one PDF per N pages, the last with what is left\n" +
+		fmt.Sprintf(stagesHelp, "each part"),
+	"pages": fmt.Sprintf(toolHelp, "FILE-pages.pdf") + "  --select S      pages in the order wanted (repeats allowed)\n  --rotate P=DEG  turn pages P clockwise by DEG (a multiple of 90), repeatable\n  --delete D      pages to leave out\nEvery page number names a page of the uploaded PDF.\n" +
+		fmt.Sprintf(stagesHelp, "the output"),
+	"flatten": fmt.Sprintf(toolHelp, "FILE-flat.pdf") + fmt.Sprintf(stagesHelp, "the flattened PDF"),
+	"optimize": fmt.Sprintf(toolHelp, "FILE-optimized.pdf") + "  --image-quality N   JPEG quality of recompressed images (service default 75)\n  --max-image-dpi N   downsample images to N dpi (default 150; 0 keeps them)\nThe sizes before and after are printed on standard error.\n" +
+		fmt.Sprintf(stagesHelp, "the smaller PDF"),
+	"metadata": fmt.Sprintf(toolHelp, "FILE-metadata.pdf") + "  --title T, --author A, --subject S, --creator C\n                  the document information, written to the Info dictionary\n                  and the XMP metadata (at least one of these or --keywords)\n  --keywords K    comma-separated keywords\n" +
+		fmt.Sprintf(stagesHelp, "the PDF once its information is written"),
+	"text":   fmt.Sprintf(toolHelp, "standard output") + "  --markdown      Markdown (headings, lists, tables) instead of plain text\n  --pages P       the pages to read (default all)\n",
+	"images": fmt.Sprintf(toolHelp, "FILE-images.png for one page, FILE-images.zip for more") + "  --format F      png (default), jpeg or webp\n  --dpi N         resolution, 1 to 600 (default 72)\n  --pages P       the pages to draw (default all)\n",
 	"batch": `Each .html (or .htm) file directly in DIR is one document, named after
 the file; a document's assets must be inline (data: URLs) or on the web.
 
@@ -302,7 +317,8 @@ become lines with: jq -c '{data: .}' rows.json
                   first run started. Without it each run sends a key of its
                   own, so that a start retried after a lost connection
                   starts one batch, not two
-` + fmt.Sprintf(recordHelp, " for the documents without their own:\n                  a document NAME.html's own is NAME.xml beside it"),
+` + fmt.Sprintf(recordHelp, " for the documents without their own:\n                  a document NAME.html's own is NAME.xml beside it") +
+		fmt.Sprintf(stagesHelp, "each document's PDF") + "                  (with --stages, --attach files go in the attachments step:\n                  {\"op\":\"attachments\",\"attachments\":[...]})\n",
 	"qr": `  -o FILE         where to write the PNG (default qr.png; - for standard output)
   --size N        width and height in pixels, 32 to 2048 (default 200)
   --margin N      quiet zone in modules, 0 to 10 (default 1)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"strconv"
 	"strings"
 )
 
@@ -43,3 +44,28 @@ type multiFlag []string
 
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// triFlag is a yes/no flag that may also be left to the service:
+// --split is true, --split=false false, --split=auto (or no flag) unset.
+type triFlag struct {
+	v     *bool
+	raw   string
+	given bool
+}
+
+func (t *triFlag) String() string   { return t.raw }
+func (t *triFlag) IsBoolFlag() bool { return true }
+
+func (t *triFlag) Set(s string) error {
+	t.raw, t.given = s, true
+	if strings.EqualFold(s, "auto") {
+		t.v = nil
+		return nil
+	}
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return errors.New("want true, false or auto")
+	}
+	t.v = &b
+	return nil
+}

@@ -18,7 +18,8 @@ import (
 // combine with --option (--option sign.visible.x=50 adds to --sign).
 // --attach and --einvoice-xml name local files: uploaded as the form parts
 // attachments and factur-x.xml (render, merge), or put in the JSON
-// options (batch).
+// options (batch). --stages (DESIGN §11) is the option stages: the steps
+// of §8 in an order of the caller's.
 type recordFlags struct {
 	pdfa, lang, relationship    string
 	einvoice, einvoiceXML       string
@@ -26,6 +27,7 @@ type recordFlags struct {
 	signLocation, signContact   string
 	pdfua                       bool
 	attach                      multiFlag
+	stages                      stagesFlag
 }
 
 func addRecordFlags(fs *flag.FlagSet) *recordFlags {
@@ -42,6 +44,7 @@ func addRecordFlags(fs *flag.FlagSet) *recordFlags {
 	fs.StringVar(&r.signReason, "sign-reason", "", "")
 	fs.StringVar(&r.signLocation, "sign-location", "", "")
 	fs.StringVar(&r.signContact, "sign-contact", "", "")
+	fs.Var(&r.stages, "stages", "")
 	return r
 }
 
@@ -77,6 +80,13 @@ func (r *recordFlags) apply(m map[string]any) error {
 		if err := setPath(m, s.path, s.v); err != nil {
 			return usageErrorf("--%s: %v", s.path[0], err)
 		}
+	}
+	steps, err := r.stages.steps()
+	if err != nil {
+		return err
+	}
+	if steps != nil {
+		m["stages"] = steps
 	}
 	return nil
 }

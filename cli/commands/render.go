@@ -33,6 +33,9 @@ func runRender(ctx context.Context, a *app, args []string) error {
 	data := fs.String("data", "", "")
 	var opts multiFlag
 	fs.Var(&opts, "option", "")
+	toc := fs.Bool("toc", false, "")
+	var split triFlag
+	fs.Var(&split, "split", "")
 	rec := addRecordFlags(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -52,6 +55,16 @@ func runRender(ctx context.Context, a *app, args []string) error {
 	}
 	if err := rec.apply(m); err != nil {
 		return err
+	}
+	// Shorthands for the long-document options (DESIGN §10), as --pdfa is.
+	if *toc {
+		m["toc"] = true
+	}
+	switch {
+	case split.v != nil:
+		m["split"] = *split.v
+	case split.given: // auto: the service decides, whatever --option said
+		delete(m, "split")
 	}
 	if *tmpl != "" {
 		return renderTemplate(ctx, a, *tmpl, *data, m, rec, *key, *out, *host)

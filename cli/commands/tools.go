@@ -100,6 +100,7 @@ func runSplit(ctx context.Context, a *app, args []string) error {
 	ranges := fs.String("ranges", "", "")
 	every := fs.Int("every", 0, "")
 	t := addToolFlags(fs)
+	stages := addStagesFlag(fs)
 	file, stem, err := t.parse(fs, args, "split")
 	if err != nil {
 		return err
@@ -107,7 +108,11 @@ func runSplit(ctx context.Context, a *app, args []string) error {
 	if (*ranges == "") == (*every == 0) {
 		return usageErrorf("split takes --ranges (like 1-3,4-9) or --every N, one of them")
 	}
-	req := client.SplitRequest{File: file, Ranges: *ranges, Every: *every, ToolOptions: t.options()}
+	steps, err := stages.pdfSteps()
+	if err != nil {
+		return err
+	}
+	req := client.SplitRequest{File: file, Ranges: *ranges, Every: *every, ToolOptions: t.options(), PDFSteps: steps}
 	return t.run(ctx, a, req, stem+"-split.zip", func(c *client.Client) (*client.Download, error) { return c.Split(ctx, req) })
 }
 
@@ -119,11 +124,16 @@ func runPages(ctx context.Context, a *app, args []string) error {
 	var rotate multiFlag
 	fs.Var(&rotate, "rotate", "")
 	t := addToolFlags(fs)
+	stages := addStagesFlag(fs)
 	file, stem, err := t.parse(fs, args, "pages")
 	if err != nil {
 		return err
 	}
-	req := client.PagesRequest{File: file, Select: *sel, Delete: *del, ToolOptions: t.options()}
+	steps, err := stages.pdfSteps()
+	if err != nil {
+		return err
+	}
+	req := client.PagesRequest{File: file, Select: *sel, Delete: *del, ToolOptions: t.options(), PDFSteps: steps}
 	for _, r := range rotate {
 		pages, deg, ok := strings.Cut(r, "=")
 		n, err := strconv.Atoi(strings.TrimSpace(deg))
@@ -145,11 +155,16 @@ func runPages(ctx context.Context, a *app, args []string) error {
 func runFlatten(ctx context.Context, a *app, args []string) error {
 	fs := newFlagSet("flatten")
 	t := addToolFlags(fs)
+	stages := addStagesFlag(fs)
 	file, stem, err := t.parse(fs, args, "flatten")
 	if err != nil {
 		return err
 	}
-	req := client.FlattenRequest{File: file, ToolOptions: t.options()}
+	steps, err := stages.pdfSteps()
+	if err != nil {
+		return err
+	}
+	req := client.FlattenRequest{File: file, ToolOptions: t.options(), PDFSteps: steps}
 	return t.run(ctx, a, req, stem+"-flat.pdf", func(c *client.Client) (*client.Download, error) { return c.Flatten(ctx, req) })
 }
 
@@ -160,11 +175,16 @@ func runOptimize(ctx context.Context, a *app, args []string) error {
 	quality := fs.Int("image-quality", -1, "")
 	dpi := fs.Int("max-image-dpi", -1, "")
 	t := addToolFlags(fs)
+	stages := addStagesFlag(fs)
 	file, stem, err := t.parse(fs, args, "optimize")
 	if err != nil {
 		return err
 	}
-	req := client.OptimizeRequest{File: file, ToolOptions: t.options()}
+	steps, err := stages.pdfSteps()
+	if err != nil {
+		return err
+	}
+	req := client.OptimizeRequest{File: file, ToolOptions: t.options(), PDFSteps: steps}
 	// -1: not given, the service's default.
 	if *quality != -1 {
 		req.ImageQuality = quality
@@ -179,6 +199,39 @@ func runOptimize(ctx context.Context, a *app, args []string) error {
 		}
 		return d, err
 	})
+}
+
+// runMetadata is `docrender metadata FILE [--title T] [--author A]
+// [--subject S] [--keywords a,b] [--creator C]`: the PDF with its
+// document information (Info and XMP) rewritten.
+func runMetadata(ctx context.Context, a *app, args []string) error {
+	fs := newFlagSet("metadata")
+	var md client.Metadata
+	fs.StringVar(&md.Title, "title", "", "")
+	fs.StringVar(&md.Author, "author", "", "")
+	fs.StringVar(&md.Subject, "subject", "", "")
+	keywords := fs.String("keywords", "", "")
+	fs.StringVar(&md.Creator, "creator", "", "")
+	t := addToolFlags(fs)
+	stages := addStagesFlag(fs)
+	file, stem, err := t.parse(fs, args, "metadata")
+	if err != nil {
+		return err
+	}
+	for _, k := range strings.Split(*keywords, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			md.Keywords = append(md.Keywords, k)
+		}
+	}
+	if md.Title == "" && md.Author == "" && md.Subject == "" && md.Creator == "" && len(md.Keywords) == 0 {
+		return usageErrorf("metadata takes at least one of --title, --author, --subject, --keywords and --creator")
+	}
+	steps, err := stages.pdfSteps()
+	if err != nil {
+		return err
+	}
+	req := client.MetadataRequest{File: file, Metadata: &md, ToolOptions: t.options(), PDFSteps: steps}
+	return t.run(ctx, a, req, stem+"-metadata.pdf", func(c *client.Client) (*client.Download, error) { return c.SetMetadata(ctx, req) })
 }
 
 // runText is `docrender text FILE [--markdown] [--pages P]`: to standard
