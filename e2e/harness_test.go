@@ -29,6 +29,7 @@ import (
 	"github.com/docrender/docrender/pkg/config"
 	"github.com/docrender/docrender/pkg/testenv/freeport"
 	"github.com/docrender/docrender/worker"
+	"github.com/docrender/docrender/worker/pdfium"
 )
 
 // configT is the configuration tests edit.
@@ -50,6 +51,11 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// The in-process service's PDFium children are this test binary run
+	// again (worker/pdfium).
+	if pdfium.RunChildIfAsked() {
+		return
+	}
 	code := m.Run()
 	for _, f := range cleanups {
 		f()

@@ -18,9 +18,15 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/docrender/docrender/worker/pdfium"
 )
 
 func main() {
+	// A PDFium child process of this one (worker/pdfium) does its work and ends here.
+	if pdfium.RunChildIfAsked() {
+		return
+	}
 	n := flag.Int("n", 200, "documents in the throughput batch (and single renders to compare)")
 	rounds := flag.Int("rounds", 2, "alternating rounds of single renders and batch")
 	memDocs := flag.Int("memory", 0, "documents in the scaled-out memory measurement (0: skip)")

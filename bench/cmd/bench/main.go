@@ -24,9 +24,14 @@ import (
 	"github.com/docrender/docrender/e2e/harness"
 	"github.com/docrender/docrender/pkg/config"
 	"github.com/docrender/docrender/worker/browser"
+	"github.com/docrender/docrender/worker/pdfium"
 )
 
 func main() {
+	// A PDFium child process of this one (worker/pdfium) does its work and ends here.
+	if pdfium.RunChildIfAsked() {
+		return
+	}
 	levels := flag.String("c", "1,4,8", "concurrency levels")
 	dur := flag.Duration("d", 15*time.Second, "measuring time per level and side")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (service and loops) to this file")

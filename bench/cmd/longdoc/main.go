@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/docrender/docrender/bench/internal/benchapi"
+	"github.com/docrender/docrender/worker/pdfium"
 )
 
 // ledger is an account statement of about pages A4 pages: sections of 500
@@ -45,6 +46,10 @@ func ledger(pages int) string {
 var pageRe = regexp.MustCompile(`/Type\s*/Page[^s]`)
 
 func main() {
+	// A PDFium child process of this one (worker/pdfium) does its work and ends here.
+	if pdfium.RunChildIfAsked() {
+		return
+	}
 	pages := flag.Int("pages", 1000, "the ledger's length in pages (about)")
 	onlyTagged := flag.Bool("tagged-only", false, "only the tagged rows")
 	onlyUntagged := flag.Bool("untagged-only", false, "only the untagged rows")

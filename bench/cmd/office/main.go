@@ -20,6 +20,7 @@ import (
 
 	"github.com/docrender/docrender/bench/internal/benchapi"
 	"github.com/docrender/docrender/worker/office/officetest"
+	"github.com/docrender/docrender/worker/pdfium"
 )
 
 // builder is officetest.T for a program: a failure ends it.
@@ -61,6 +62,10 @@ func xlsx() []byte {
 }
 
 func main() {
+	// A PDFium child process of this one (worker/pdfium) does its work and ends here.
+	if pdfium.RunChildIfAsked() {
+		return
+	}
 	gotenberg := flag.String("gotenberg", "", "Gotenberg's URL (scripts/gotenberg-up)")
 	d := flag.Duration("d", 20*time.Second, "how long each cell is measured")
 	flag.Parse()

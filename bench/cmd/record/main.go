@@ -18,6 +18,7 @@ import (
 
 	"github.com/docrender/docrender/bench/internal/benchapi"
 	"github.com/docrender/docrender/pkg/signids"
+	"github.com/docrender/docrender/worker/pdfium"
 	"github.com/docrender/docrender/worker/sign/signtest"
 )
 
@@ -28,6 +29,10 @@ const cii = `<?xml version="1.0" encoding="UTF-8"?>
 <rsm:CrossIndustryInvoice xmlns:rsm="urn:un:unece:uncefact:data:standard:CrossIndustryInvoice:100"><rsm:ExchangedDocument/></rsm:CrossIndustryInvoice>`
 
 func main() {
+	// A PDFium child process of this one (worker/pdfium) does its work and ends here.
+	if pdfium.RunChildIfAsked() {
+		return
+	}
 	dur := flag.Duration("d", 6*time.Second, "measuring time per variant and document")
 	rounds := flag.Int("rounds", 3, "rounds: the variants take turns, each measured for d/rounds")
 	flag.Parse()

@@ -33,9 +33,14 @@ import (
 	"github.com/docrender/docrender/bench/internal/benchapi"
 	"github.com/docrender/docrender/pkg/tmpl"
 	"github.com/docrender/docrender/worker/browser"
+	"github.com/docrender/docrender/worker/pdfium"
 )
 
 func main() {
+	// A PDFium child process of this one (worker/pdfium) does its work and ends here.
+	if pdfium.RunChildIfAsked() {
+		return
+	}
 	n := flag.Int("n", 1000, "documents per batch")
 	rounds := flag.Int("rounds", 2, "batch rounds; each runs both sides, in turns (ABBA)")
 	single := flag.Duration("d", 12*time.Second, "measuring time per side for single documents (c=1), 0 skips them")

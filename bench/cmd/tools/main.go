@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/docrender/docrender/bench/internal/benchapi"
+	"github.com/docrender/docrender/worker/pdfium"
 )
 
 // document is 50 A4 pages of headings, paragraphs and a table each, with
@@ -56,6 +57,10 @@ type op struct {
 }
 
 func main() {
+	// A PDFium child process of this one (worker/pdfium) does its work and ends here.
+	if pdfium.RunChildIfAsked() {
+		return
+	}
 	n := flag.Int("n", 5, "runs of each, the median reported")
 	gotenberg := flag.String("gotenberg", "", "Gotenberg's URL (scripts/gotenberg-up)")
 	flag.Parse()

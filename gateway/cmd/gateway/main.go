@@ -19,9 +19,14 @@ import (
 	"github.com/docrender/docrender/pkg/queue"
 	"github.com/docrender/docrender/pkg/state"
 	"github.com/docrender/docrender/worker"
+	"github.com/docrender/docrender/worker/pdfium"
 )
 
 func main() {
+	// A PDFium child process of this one (worker/pdfium) does its work and ends here.
+	if pdfium.RunChildIfAsked() {
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "gateway:", err)
 		os.Exit(1)

@@ -19,9 +19,14 @@ import (
 	"github.com/docrender/docrender/pkg/tracing"
 	"github.com/docrender/docrender/worker"
 	"github.com/docrender/docrender/worker/ops"
+	"github.com/docrender/docrender/worker/pdfium"
 )
 
 func main() {
+	// A PDFium child process of this one (worker/pdfium) does its work and ends here.
+	if pdfium.RunChildIfAsked() {
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(1)
