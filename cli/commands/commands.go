@@ -226,7 +226,9 @@ long documents (DESIGN §10; shorthands for --option toc=true, split=...):
   --split         print in slices at once and join them, whatever the length;
                   --split=false in one piece, whatever the length;
                   --split=auto (the default) in slices past the service's
-                  DOCRENDER_SPLIT_PAGES pages. Give the value with "="
+                  DOCRENDER_SPLIT_PAGES pages. Give the value with "=".
+                  A page with page references (--toc) or scripts prints in
+                  one piece
 ` + fmt.Sprintf(recordHelp, "") + fmt.Sprintf(stagesHelp, "the PDF") + stagesAttachHelp,
 	"merge": `  -o FILE         where to write the PDF (default merged.pdf, not overwritten if it
                   exists; - for standard output)
