@@ -2,6 +2,8 @@ package pdfium
 
 import (
 	"bufio"
+	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -18,7 +20,25 @@ func TestMain(m *testing.M) {
 	if RunChildIfAsked() {
 		return
 	}
+	if os.Getenv(testParentEnv) != "" {
+		parentOfChild()
+		return
+	}
 	os.Exit(m.Run())
+}
+
+// testParentEnv makes this binary a worker of one child that prints the
+// child's pid and waits to be killed (TestChildDiesWithParent).
+const testParentEnv = "DOCRENDER_PDFIUM_TEST_PARENT"
+
+func parentOfChild() {
+	e, err := New(context.Background(), Config{Instances: 1})
+	if err != nil || e.procs == nil {
+		fmt.Println("no child:", err)
+		os.Exit(1)
+	}
+	fmt.Println(e.procs.pids()[0])
+	time.Sleep(time.Minute)
 }
 
 // misbehave is a child that answers the config with a ready frame (or

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,6 +30,18 @@ import (
 // childStartTimeout bounds a child's start: running the executable,
 // loading (or, the first time, compiling) PDFium and its instance.
 const childStartTimeout = time.Minute
+
+// childHeapSlack: a child's Go heap beyond its instance's linear memory
+// (the runtime, PDFium's compiled code is mapped outside it), for its
+// GOMEMLIMIT: the collector works harder near it, so that the copies a
+// growing linear memory leaves behind are returned before the heap doubles.
+const childHeapSlack = 256 << 20
+
+// childBaseline is a child's resident memory before any document, about:
+// the Go runtime, PDFium's compiled code and a fresh instance (measured
+// 56 MiB). A child above RecycleAbove more than that is replaced after
+// its call.
+const childBaseline = 64 << 20
 
 // childExitWait bounds the wait for a killed child's exit status.
 const childExitWait = 5 * time.Second
@@ -189,7 +202,7 @@ func (p *procs) spawn(netns bool) (*child, error) {
 	cmd := &exec.Cmd{
 		Path:        p.exe,
 		Args:        []string{"docrender-pdfium"},
-		Env:         []string{childEnv + "=" + p.cfg.childMode},
+		Env:         []string{childEnv + "=" + p.cfg.childMode, "GOMEMLIMIT=" + strconv.FormatInt(p.cfg.MaxMemory+childHeapSlack, 10)},
 		Dir:         "/",
 		Stdout:      logW,
 		Stderr:      logW,
@@ -367,7 +380,9 @@ func (p *procs) call(ctx context.Context, c *child, q request, pdf []byte) (stri
 		p.release(c, false)
 		return "", nil, err
 	}
-	p.release(c, true)
+	// A child that grew past RecycleAbove is replaced: its instance would
+	// be (in the child), but the child's heap would keep the memory.
+	p.release(c, residentBytes(c.pid) <= p.cfg.RecycleAbove+childBaseline)
 	return text, imgs, callErr
 }
 

@@ -2,6 +2,8 @@ package pdfium
 
 import (
 	"os"
+	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -33,4 +35,21 @@ func selfExe() (string, error) {
 		return os.Executable()
 	}
 	return self, nil
+}
+
+// residentBytes is a process's resident memory (0 if unknown).
+func residentBytes(pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return pages * int64(os.Getpagesize())
 }
