@@ -75,7 +75,11 @@ func newLazyDoc(parts [][]byte) (*lazyDoc, error) {
 	return d, nil
 }
 
-// readLazyPart indexes b's objects from its one classic xref table.
+// readLazyPart indexes b's objects from its one classic xref table, read
+// as chromiumPageCount reads it (xrefTable: Skia's 20-byte entries).
+// Object numbers are bounded by b's size (a dense table takes 20 bytes an
+// object): a sparse or lying table goes to pdfcpu instead of sizing the
+// index by a number read from the file.
 func readLazyPart(b []byte) (*lazyPart, error) {
 	tail := b[max(0, len(b)-1024):]
 	i := bytes.LastIndex(tail, []byte("startxref"))
@@ -90,41 +94,39 @@ func readLazyPart(b []byte) (*lazyPart, error) {
 	if !bytes.HasPrefix(b[pos:], []byte("xref")) {
 		return nil, errNotLazy // an xref stream
 	}
-	pos += len("xref")
-	p := &lazyPart{data: b}
-	var offs []int64
-	for {
-		pos = skipWS(b, pos)
-		if bytes.HasPrefix(b[pos:], []byte("trailer")) {
-			pos += len("trailer")
-			break
-		}
-		start, next, ok1 := lexInt(b, pos)
-		count, next2, ok2 := lexInt(b, next)
-		if !ok1 || !ok2 || count < 0 || start < 0 || start+count > 1<<24 {
+	table, trailer, ok := xrefTable(b, pos+len("xref"))
+	if !ok {
+		return nil, errNotLazy
+	}
+	maxNr := len(b) / 16
+	n := 0
+	for _, sub := range table {
+		if sub.first > maxNr || sub.count > maxNr-sub.first {
 			return nil, errNotLazy
 		}
-		pos = next2
-		if need := start + count; need > len(offs) {
-			offs = append(offs, make([]int64, need-len(offs))...)
-		}
-		for n := start; n < start+count; n++ {
-			off, q, ok1 := lexInt(b, pos)
-			_, q, ok2 := lexInt(b, q)
-			q = skipWS(b, q)
-			if !ok1 || !ok2 || q >= len(b) {
-				return nil, errNotLazy
-			}
-			if b[q] == 'n' && n > 0 {
-				if off <= 0 || off >= len(b) {
+		n = max(n, sub.first+sub.count)
+	}
+	offs := make([]int64, n)
+	for _, sub := range table {
+		for k := range sub.count {
+			e := b[sub.at+20*k : sub.at+20*k+20]
+			nr := sub.first + k
+			switch {
+			case e[17] == 'f' || nr == 0:
+				offs[nr] = 0
+			case e[17] == 'n':
+				off, err := strconv.Atoi(string(e[:10]))
+				if err != nil || off <= 0 || off >= len(b) {
 					return nil, errNotLazy
 				}
-				offs[n] = int64(off)
+				offs[nr] = int64(off)
+			default:
+				return nil, errNotLazy
 			}
-			pos = q + 1
 		}
 	}
-	s := string(b[pos:min(len(b), pos+4096)])
+	p := &lazyPart{data: b}
+	s := string(trailer)
 	o, err := model.ParseObject(&s)
 	if err != nil {
 		return nil, errNotLazy
@@ -138,11 +140,11 @@ func readLazyPart(b []byte) (*lazyPart, error) {
 			return nil, errNotLazy
 		}
 	}
-	size, ok := tr["Size"].(types.Integer)
-	if !ok || int(size) < len(offs) || size > 1<<24 {
+	// Objects between the table's last and /Size are missing: null, as
+	// beyond /Size.
+	if size, ok := tr["Size"].(types.Integer); !ok || int(size) < len(offs) {
 		return nil, errNotLazy
 	}
-	offs = append(offs, make([]int64, int(size)-len(offs))...)
 	root, ok := tr["Root"].(types.IndirectRef)
 	if !ok || root.ObjectNumber.Value() <= 0 || root.ObjectNumber.Value() >= len(offs) || offs[root.ObjectNumber.Value()] == 0 {
 		return nil, errNotLazy
@@ -189,6 +191,14 @@ type lazyObj struct {
 
 // locate finds object n of p.
 func (p *lazyPart) locate(n int) (lazyObj, error) {
+	return p.locateObj(n, true)
+}
+
+// locateObj is locate; a stream's /Length given as a reference is read
+// only when lengthRef (the object it names must be a plain integer, not
+// looked up in turn: a /Length naming its own stream, or two streams
+// naming each other, would recurse without end).
+func (p *lazyPart) locateObj(n int, lengthRef bool) (lazyObj, error) {
 	b := p.data
 	bad := func(what string) (lazyObj, error) {
 		return lazyObj{}, fmt.Errorf("object %d: %s", n, what)
@@ -205,10 +215,10 @@ func (p *lazyPart) locate(n int) (lazyObj, error) {
 		return bad("no obj keyword")
 	}
 	o := lazyObj{body: q + 3}
-	var length, lengthRef int = -1, 0
+	var length, lenRef int = -1, 0
 	end, kw, err := scanObject(b, o.body, func(s, e, ref int, afterLength bool) {
 		if afterLength {
-			lengthRef = ref
+			lenRef = ref
 		}
 	}, &length)
 	if err != nil {
@@ -226,11 +236,14 @@ func (p *lazyPart) locate(n int) (lazyObj, error) {
 	if q < len(b) && b[q] == '\n' {
 		q++
 	}
-	if lengthRef > 0 {
-		if lengthRef >= len(p.offs) || p.offs[lengthRef] == 0 {
+	if lenRef > 0 {
+		if !lengthRef {
+			return bad("a stream where a stream length was expected")
+		}
+		if lenRef >= len(p.offs) || p.offs[lenRef] == 0 {
 			return bad("stream length missing")
 		}
-		lo, err := p.locate(lengthRef)
+		lo, err := p.locateObj(lenRef, false)
 		if err != nil || lo.stream {
 			return bad("stream length unreadable")
 		}
@@ -240,7 +253,7 @@ func (p *lazyPart) locate(n int) (lazyObj, error) {
 		}
 		length = v
 	}
-	if length < 0 || q+length > len(b) {
+	if length < 0 || length > len(b)-q {
 		return bad("stream length out of range")
 	}
 	r := skipWS(b, q+length)
@@ -446,8 +459,16 @@ func eachDictIn(o types.Object, f func(types.Dict)) {
 
 // loadPages parses the page tree under ref and, for each page, what
 // stampBands reads through the table: its contents, resources and their
-// XObject dictionary when they are references.
-func (d *lazyDoc) loadPages(ref types.Object, depth int) {
+// XObject dictionary when they are references. seen: the nodes loaded
+// already (a node twice in the tree, or a cycle, is walked once, not once
+// per path to it).
+func (d *lazyDoc) loadPages(ref types.Object, depth int, seen map[types.IndirectRef]bool) {
+	if r, ok := ref.(types.IndirectRef); ok {
+		if seen[r] {
+			return
+		}
+		seen[r] = true
+	}
 	node, err := d.DereferenceDict(ref)
 	if err != nil || node == nil || depth > maxPageTreeDepth {
 		return
@@ -464,7 +485,7 @@ func (d *lazyDoc) loadPages(ref types.Object, depth int) {
 	if kids, ok := node["Kids"]; ok {
 		a, _ := d.DereferenceArray(kids)
 		for _, k := range a {
-			d.loadPages(k, depth+1)
+			d.loadPages(k, depth+1, seen)
 		}
 		return
 	}
@@ -478,16 +499,17 @@ func (d *lazyDoc) loadPages(ref types.Object, depth int) {
 	}
 }
 
-// write writes the objects reachable from root and info, renumbered from
-// 1, as a PDF of header version version to w.
-func (d *lazyDoc) write(w io.Writer, root, info int, version string) error {
+// reachable numbers the objects reachable from root and info 1, 2, … in
+// provisional order: final[nr] (0: left out), count the next number. Each
+// part's object it reaches is located and scanned here, before anything is
+// written: an object the lazy reader cannot read sends the join to pdfcpu.
+func (d *lazyDoc) reachable(root, info int) (final []int32, count int, err error) {
 	size := *d.x.Size
 	reach := make([]bool, size)
 	stack := []int{root}
 	if info > 0 {
 		stack = append(stack, info)
 	}
-	var buf []byte
 	push := func(nr int) {
 		if nr > 0 && nr < size && !reach[nr] {
 			stack = append(stack, nr)
@@ -511,24 +533,32 @@ func (d *lazyDoc) write(w io.Writer, root, info int, version string) error {
 		}
 		o, err := p.locate(n)
 		if err != nil {
-			return err
+			return nil, 0, err
 		}
 		if _, _, err := scanObject(p.data[:o.end], o.body, func(_, _, ref int, _ bool) {
 			if ref > 0 && ref < len(p.offs) && p.offs[ref] != 0 {
 				push(p.base + ref)
 			}
 		}, nil); err != nil {
-			return err
+			return nil, 0, err
 		}
 	}
-	final := make([]int32, size)
-	count := 1
+	final = make([]int32, size)
+	count = 1
 	for nr, ok := range reach {
 		if ok {
 			final[nr] = int32(count)
 			count++
 		}
 	}
+	return final, count, nil
+}
+
+// write writes the objects numbered by final (reachable), as a PDF of
+// header version version to w.
+func (d *lazyDoc) write(w io.Writer, final []int32, count, root, info int, version string) error {
+	size := len(final)
+	var buf []byte
 	toFinal := func(nr int) int {
 		if nr <= 0 || nr >= size || final[nr] == 0 {
 			return -1
@@ -544,11 +574,10 @@ func (d *lazyDoc) write(w io.Writer, root, info int, version string) error {
 	}
 	put([]byte("%PDF-" + version + "\n%\xe2\xe3\xcf\xd3\n"))
 	offsets := make([]int64, count)
-	for nr, ok := range reach {
-		if !ok {
+	for nr, f := range final {
+		if f == 0 {
 			continue
 		}
-		f := final[nr]
 		offsets[f] = pos
 		buf = strconv.AppendInt(buf[:0], int64(f), 10)
 		buf = append(buf, " 0 obj\n"...)
@@ -714,23 +743,7 @@ func scanObject(b []byte, i int, ref func(s, e, n int, afterLength bool), length
 		c := b[i]
 		switch {
 		case c == '(':
-			nest := 0
-		str:
-			for i < len(b) {
-				switch b[i] {
-				case '\\':
-					i++
-				case '(':
-					nest++
-				case ')':
-					nest--
-				}
-				i++
-				if nest == 0 {
-					break str
-				}
-			}
-			if nest != 0 {
+			if i = stringEnd(b, i); i < 0 {
 				return 0, "", errors.New("unterminated string")
 			}
 		case c == '<' && i+1 < len(b) && b[i+1] == '<':
@@ -885,7 +898,7 @@ func joinLazy(ctx context.Context, d *lazyDoc, outline []Heading, bands []byte, 
 		return 0, true, &BadInputError{Reason: "cannot join the parts: " + truncate(err.Error())}
 	}
 	if bands != nil {
-		d.loadPages(*treeRef, 0)
+		d.loadPages(*treeRef, 0, map[types.IndirectRef]bool{})
 		if d.err != nil {
 			return 0, false, nil
 		}
@@ -925,8 +938,12 @@ func joinLazy(ctx context.Context, d *lazyDoc, outline []Heading, bands []byte, 
 		}
 		bw.Grow(size)
 	}
+	final, count, err := d.reachable(rootRef.ObjectNumber.Value(), info)
+	if err != nil {
+		return 0, false, nil
+	}
 	writing = true
-	if err := d.write(w, rootRef.ObjectNumber.Value(), info, version.String()); err != nil {
+	if err := d.write(w, final, count, rootRef.ObjectNumber.Value(), info, version.String()); err != nil {
 		return 0, true, fmt.Errorf("pdfedit: join: write: %w", err)
 	}
 	return pages, true, nil
