@@ -586,40 +586,13 @@ func shiftStructParents(each eachFunc, offset int) {
 }
 
 // eachDict calls f on every dictionary of pc's table, and on the
-// dictionaries directly inside its dictionaries and arrays.
+// dictionaries directly inside its dictionaries and arrays (eachDictIn).
 func eachDict(pc *model.Context, f func(types.Dict)) {
-	inner := func(o types.Object) {
-		switch v := o.(type) {
-		case types.Dict:
-			f(v)
-		case types.Array:
-			for _, x := range v {
-				if d, ok := x.(types.Dict); ok {
-					f(d)
-				}
-			}
-		}
-	}
 	for _, e := range pc.Table {
 		if e == nil || e.Free || e.Object == nil {
 			continue
 		}
-		var d types.Dict
-		switch v := e.Object.(type) {
-		case types.Dict:
-			d = v
-		case types.StreamDict:
-			d = v.Dict
-		case types.Array:
-			inner(v)
-			continue
-		default:
-			continue
-		}
-		f(d)
-		for _, x := range d {
-			inner(x)
-		}
+		eachDictIn(e.Object, f)
 	}
 }
 
