@@ -67,10 +67,11 @@ type Config struct {
 	RecycleAbove int64
 	// Interruptible makes a done context stop PDFium in the middle of a
 	// call (a page's parsing, text layer or rendering), at 3–4× the CPU time
-	// of every call (docs/decisions.md "PDF tools: engines"). Without it a
-	// done context stops the work at the next call (the next page), the
-	// instance is replaced as with it, and a call that never returns keeps
-	// its instance and a core.
+	// of every call (docs/decisions.md "PDF tools: engines"). Without it,
+	// in-process, a done context stops the work at the next call (the next
+	// page), the instance is replaced as with it, and a call that never
+	// returns keeps its instance and a core. Child processes do not need
+	// it: a done context kills the child under the call.
 	Interruptible bool
 	// CacheDir, when set, keeps wazero's compiled PDFium there: a worker
 	// that restarts on the same disk starts in a fraction of the compile
