@@ -274,6 +274,7 @@ func (p *procs) failure(c *child, err error) error {
 		}
 	case <-time.After(childExitWait):
 	}
+	p.log.Warn("pdfium: a child failed; it is replaced", "pid", c.pid, "error", err)
 	return fmt.Errorf("pdfium: instance failed and was replaced: %w", err)
 }
 
@@ -366,6 +367,7 @@ func (p *procs) call(ctx context.Context, c *child, q request, pdf []byte) (stri
 		b, err = readFrame(c.resp, p.maxAnswer())
 	}
 	if !stop() {
+		p.log.Debug("pdfium: a call's context ended; its child was killed and is replaced", "pid", c.pid, "error", ctx.Err())
 		p.release(c, false)
 		return "", nil, ctx.Err()
 	}
