@@ -275,6 +275,39 @@ func TestChildIsolated(t *testing.T) {
 	if e.procs.netns.Load() && self == theirs {
 		t.Errorf("child shares the worker's network namespace %s", self)
 	}
+	if os.Getenv(noUsernsEnv) != "" && (e.procs.netns.Load() || self != theirs) {
+		t.Errorf("without user namespaces: netns %v, child's %s, worker's %s", e.procs.netns.Load(), theirs, self)
+	}
+	if got, err := e.Text(context.Background(), textPDF(612, 792, []string{"x"}), nil); err != nil || got != "x\n\f" {
+		t.Errorf("text: %q, %v", got, err)
+	}
+}
+
+// noUsernsEnv marks TestChildIsolated run where no user namespace can be
+// made (TestChildWithoutNamespaces).
+const noUsernsEnv = "DOCRENDER_PDFIUM_TEST_NO_USERNS"
+
+// TestChildWithoutNamespaces: where the kernel refuses user namespaces (a
+// container's seccomp profile, a sysctl), children start without them,
+// with the worker's network. TestChildIsolated runs in a user namespace
+// whose own limit of namespaces is 0.
+func TestChildWithoutNamespaces(t *testing.T) {
+	if os.Getenv(noUsernsEnv) != "" {
+		t.Skip("the inner run")
+	}
+	if exec.Command("unshare", "-Ur", "true").Run() != nil {
+		t.Skip("no unshare -Ur here")
+	}
+	cmd := exec.Command("unshare", "-Ur", "sh", "-c", `echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"`, "sh",
+		os.Args[0], "-test.run=^TestChildIsolated$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), noUsernsEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "(own: false)") || !strings.Contains(string(out), "--- PASS: TestChildIsolated") {
+		t.Errorf("inner run:\n%s", out)
+	}
 }
 
 // TestNotChildCapable: a process whose main never called RunChildIfAsked
