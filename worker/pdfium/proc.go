@@ -139,7 +139,7 @@ func (p *procs) start(ctx context.Context) (*child, error) {
 	for {
 		netns := p.netns.Load()
 		c, err = p.spawn(netns)
-		if err == nil || !netns {
+		if err == nil || !netns || !namespacesRefused(err) {
 			break
 		}
 		// No user namespaces here (a kernel or container that forbids

@@ -1,6 +1,7 @@
 package pdfium
 
 import (
+	"errors"
 	"os"
 	"strconv"
 	"strings"
@@ -25,6 +26,18 @@ func childAttr(netns bool) *syscall.SysProcAttr {
 		a.GidMappingsEnableSetgroups = false
 	}
 	return a
+}
+
+// namespacesRefused: the kernel would not make the child's namespaces
+// (EPERM: unprivileged user namespaces off, or a seccomp profile; ENOSPC,
+// EUSERS: a limit of 0; EINVAL: not built in), not a failure to run it.
+func namespacesRefused(err error) bool {
+	for _, e := range []error{syscall.EPERM, syscall.EACCES, syscall.ENOSPC, syscall.EUSERS, syscall.EINVAL} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // selfExe is the running executable itself, even if its file has since

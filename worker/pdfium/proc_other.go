@@ -16,3 +16,5 @@ func childAttr(bool) *syscall.SysProcAttr { return nil }
 func selfExe() (string, error) { return os.Executable() }
 
 func residentBytes(int) int64 { return 0 }
+
+func namespacesRefused(error) bool { return false }
