@@ -72,4 +72,12 @@ func TestPDFToolsSlowPage(t *testing.T) {
 	if n := c.usage(); n != used+1 {
 		t.Errorf("conversions %d, want %d: the slow page is not counted", n, used+1)
 	}
+	// The operator sees the kill (DESIGN §7: /metrics).
+	m := scrape(t, svc.URL)
+	if v := metricValue(m, "docrender_pdfium_replacements_total", "reason", "deadline"); v != 1 {
+		t.Errorf("docrender_pdfium_replacements_total{reason=deadline} = %v, want 1", v)
+	}
+	if v := metricValue(m, "docrender_pdfium_replacements_total", "reason", "failed"); v != 0 || !strings.Contains(m, `docrender_pdfium_replacements_total{reason="failed"} 0`) {
+		t.Errorf("failed replacements %v, or the series is missing", v)
+	}
 }

@@ -289,6 +289,17 @@ func (l *lazy[T]) get(ctx context.Context) (T, error) {
 	return eng, nil
 }
 
+// peek is the engine if it has started, without starting it or waiting
+// for a start under way (a metrics scrape must not wait out a compile).
+func (l *lazy[T]) peek() (T, bool) {
+	if !l.mu.TryLock() {
+		var zero T
+		return zero, false
+	}
+	defer l.mu.Unlock()
+	return l.eng, l.ok
+}
+
 func (l *lazy[T]) close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -122,8 +122,8 @@ func New(ctx context.Context, cfg config.Config, q *queue.Conn, blobs blob.Store
 	return w, nil
 }
 
-// Instrument makes the worker record its jobs, browser restarts and queue
-// depth in m. Call it before Run; an embedded gateway passes its own m, so
+// Instrument makes the worker record its jobs, browser restarts, PDFium
+// child replacements and queue depth in m. Call it before Run; an embedded gateway passes its own m, so
 // one /metrics shows both.
 func (w *Worker) Instrument(m *metrics.Metrics) {
 	w.metrics = m
@@ -134,6 +134,7 @@ func (w *Worker) Instrument(m *metrics.Metrics) {
 		m.WatchBrowserRestarts(w.pool.Restarts)
 		m.WatchChromiumSandbox(w.pool.Sandboxed)
 	}
+	m.WatchPDFiumReplacements(pdfium.ReplacementReasons(), w.pdfiumReplacements)
 	m.WatchKindDepths(jobspb.WorkerKinds(), w.q.KindDepths)
 	m.WatchQueueDepth(w.q.Depth)
 }
@@ -304,4 +305,18 @@ func (w *Worker) OfficeUnavailable() error { return w.officeErr }
 // office when this machine cannot convert office documents.
 func (w *Worker) takes(kind string) bool {
 	return w.cfg.Takes(kind) && (kind != jobspb.KindOffice || w.officeErr == nil)
+}
+
+// pdfiumReplacements are the PDFium engine's child replacements by
+// reason; none while the engine has not started.
+func (w *Worker) pdfiumReplacements() map[string]uint64 {
+	eng, ok := w.pdfium.peek()
+	if !ok {
+		return nil
+	}
+	out := map[string]uint64{}
+	for r, n := range eng.Replacements() {
+		out[r.String()] = uint64(n)
+	}
+	return out
 }

@@ -225,14 +225,36 @@ func (m *Metrics) WatchKindDepths(kinds []string, depths func(context.Context) (
 			"Jobs in the JetStream work queue for one worker kind (waiting or being worked on), sampled at scrape.", []string{"kind"}, nil),
 		kinds: kinds,
 		read:  depths,
+		typ:   prometheus.GaugeValue,
 	})
 }
 
-// sampledKinds is sampled with a value per worker kind.
+// WatchPDFiumReplacements exports the PDFium child processes the worker
+// killed and replaced (worker/pdfium), by reason: "deadline" (a call past
+// its job's time: slow or hostile PDFs), "failed" (a child that crashed
+// or garbled its answer), "recycled" (grown past its memory bound). A
+// rising "failed" is a PDFium crash worth a look. read gives each reason's
+// count since start; only the first call registers.
+func (m *Metrics) WatchPDFiumReplacements(reasons []string, read func() map[string]uint64) {
+	if m == nil || !m.first("pdfium_replacements") {
+		return
+	}
+	m.reg.MustRegister(&sampledKinds{
+		desc: prometheus.NewDesc("docrender_pdfium_replacements_total",
+			"PDFium child processes killed and replaced, by reason.", []string{"reason"}, nil),
+		kinds: reasons,
+		read:  func(context.Context) (map[string]uint64, error) { return read(), nil },
+		typ:   prometheus.CounterValue,
+	})
+}
+
+// sampledKinds is sampled with a value per label value (a worker kind, a
+// reason).
 type sampledKinds struct {
 	desc  *prometheus.Desc
 	kinds []string
 	read  func(context.Context) (map[string]uint64, error)
+	typ   prometheus.ValueType
 }
 
 func (s *sampledKinds) Describe(ch chan<- *prometheus.Desc) { ch <- s.desc }
@@ -245,7 +267,7 @@ func (s *sampledKinds) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	for _, k := range s.kinds {
-		ch <- prometheus.MustNewConstMetric(s.desc, prometheus.GaugeValue, float64(v[k]), k)
+		ch <- prometheus.MustNewConstMetric(s.desc, s.typ, float64(v[k]), k)
 	}
 }
 

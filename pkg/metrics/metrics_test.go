@@ -162,3 +162,23 @@ func TestHTTPLabelsAreBounded(t *testing.T) {
 		t.Errorf("status labels %v, want 405, 200, other", codes)
 	}
 }
+
+// PDFium's replacements are counters by reason, every reason exported
+// (0 when none), the first source kept.
+func TestPDFiumReplacements(t *testing.T) {
+	m := New()
+	reasons := []string{"deadline", "failed", "recycled"}
+	m.WatchPDFiumReplacements(reasons, func() map[string]uint64 { return map[string]uint64{"deadline": 4, "failed": 1} })
+	m.WatchPDFiumReplacements(reasons, func() map[string]uint64 { return map[string]uint64{"deadline": 99} })
+	body := scrape(t, m)
+	for _, want := range []string{
+		"# TYPE docrender_pdfium_replacements_total counter",
+		`docrender_pdfium_replacements_total{reason="deadline"} 4`,
+		`docrender_pdfium_replacements_total{reason="failed"} 1`,
+		`docrender_pdfium_replacements_total{reason="recycled"} 0`,
+	} {
+		if !strings.Contains(body, want+"\n") {
+			t.Errorf("scrape lacks %q:\n%s", want, body)
+		}
+	}
+}

@@ -63,6 +63,10 @@ type procs struct {
 	// (no network). Cleared when the kernel refuses that.
 	netns atomic.Bool
 
+	// replaced counts children killed and replaced, by Replacement
+	// reason, for the worker's metrics.
+	replaced [numReasons]atomic.Int64
+
 	mu       sync.Mutex
 	closed   bool
 	live     map[*child]struct{}
@@ -368,6 +372,7 @@ func (p *procs) call(ctx context.Context, c *child, q request, pdf []byte) (stri
 	}
 	if !stop() {
 		p.log.Debug("pdfium: a call's context ended; its child was killed and is replaced", "pid", c.pid, "error", ctx.Err())
+		p.replaced[ReplacedDeadline].Add(1)
 		p.release(c, false)
 		return "", nil, ctx.Err()
 	}
@@ -379,12 +384,17 @@ func (p *procs) call(ctx context.Context, c *child, q request, pdf []byte) (stri
 	}
 	if err != nil {
 		err = p.failure(c, err)
+		p.replaced[ReplacedFailed].Add(1)
 		p.release(c, false)
 		return "", nil, err
 	}
 	// A child that grew past RecycleAbove is replaced: its instance would
 	// be (in the child), but the child's heap would keep the memory.
-	p.release(c, residentBytes(c.pid) <= p.cfg.RecycleAbove+childBaseline)
+	keep := residentBytes(c.pid) <= p.cfg.RecycleAbove+childBaseline
+	if !keep {
+		p.replaced[ReplacedRecycled].Add(1)
+	}
+	p.release(c, keep)
 	return text, imgs, callErr
 }
 
@@ -496,4 +506,45 @@ func (p *procs) pids() []int {
 		pids = append(pids, c.pid)
 	}
 	return pids
+}
+
+// Replacement is why a child was killed and replaced.
+type Replacement int
+
+const (
+	// ReplacedDeadline: its call's context ended first (a slow or hostile
+	// page, or a caller that went away).
+	ReplacedDeadline Replacement = iota
+	// ReplacedFailed: it died or answered with something not an answer.
+	ReplacedFailed
+	// ReplacedRecycled: it grew past RecycleAbove.
+	ReplacedRecycled
+	numReasons
+)
+
+// ReplacementReasons are every Replacement's label, in order.
+func ReplacementReasons() []string {
+	out := make([]string, 0, numReasons)
+	for r := range numReasons {
+		out = append(out, r.String())
+	}
+	return out
+}
+
+// String is the reason's metric label.
+func (r Replacement) String() string {
+	return [...]string{"deadline", "failed", "recycled"}[r]
+}
+
+// Replacements counts the children the engine killed and replaced, by
+// reason; nil in process mode's absence (InProcess).
+func (e *Engine) Replacements() map[Replacement]int64 {
+	if e.procs == nil {
+		return nil
+	}
+	out := make(map[Replacement]int64, numReasons)
+	for r := range numReasons {
+		out[r] = e.procs.replaced[r].Load()
+	}
+	return out
 }

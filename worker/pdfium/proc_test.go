@@ -168,6 +168,10 @@ func TestChildDeadline(t *testing.T) {
 			}
 		})
 	}
+	// Counted for the worker's metrics, each under its reason.
+	if got := e.Replacements(); got[ReplacedDeadline] != 2 || got[ReplacedFailed] != 0 || got[ReplacedRecycled] != 0 {
+		t.Errorf("replacements %v, want 2 for deadlines", got)
+	}
 }
 
 // TestChildKilled: a child killed from outside mid-call fails that call
@@ -188,6 +192,9 @@ func TestChildKilled(t *testing.T) {
 	t.Logf("%v after %v", err, time.Since(start).Round(time.Millisecond))
 	if got, err := e.Text(context.Background(), textPDF(612, 792, []string{"x"}), nil); err != nil || got != "x\n\f" {
 		t.Fatalf("next call: %q, %v", got, err)
+	}
+	if got := e.Replacements(); got[ReplacedFailed] != 1 || got[ReplacedDeadline] != 0 {
+		t.Errorf("replacements %v, want 1 failed", got)
 	}
 }
 
@@ -447,5 +454,11 @@ func TestChildRecycle(t *testing.T) {
 	}
 	if n := residentBytes(after[0]); n > 64<<20+childBaseline {
 		t.Errorf("new child has %d MiB", n>>20)
+	}
+	if got := e.Replacements(); got[ReplacedRecycled] != 1 {
+		t.Errorf("replacements %v, want 1 recycled", got)
+	}
+	if ReplacementReasons()[ReplacedRecycled] != "recycled" || len(ReplacementReasons()) != 3 {
+		t.Errorf("reasons %v", ReplacementReasons())
 	}
 }
