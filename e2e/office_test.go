@@ -368,6 +368,10 @@ func TestDashboardTryOffice(t *testing.T) {
 	p.MustElement("#render-submit").MustClick()
 	d.waitJS(60*time.Second, `() => document.getElementById('render-link').textContent.startsWith('Download documents.zip')`)
 
+	// The long-document controls left on are of HTML pages: not sent with
+	// office files (the office route would refuse them).
+	p.MustElement("#render-toc").MustClick()
+	p.MustElement("#render-split").MustSelect("always: in slices, printed at once and joined")
 	p.MustElement("#render-options").MustInput(`{"merge":true,"fileName":"both"}`)
 	p.MustElement("#render-submit").MustClick()
 	d.waitJS(60*time.Second, `() => document.getElementById('render-link').textContent.startsWith('Download both.pdf')`)

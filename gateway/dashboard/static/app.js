@@ -377,10 +377,12 @@
     if ($('render-pdfua').checked) opts.pdfua = true;
     const lang = $('render-lang').value.trim();
     if (lang) opts.lang = lang;
-    // So do the long-document controls (DESIGN §10) and the steps (§11).
-    if ($('render-toc').checked) opts.toc = true;
+    // So do the long-document controls (DESIGN §10) and the steps (§11);
+    // a table of contents and slices are of HTML pages, not office files.
+    const officeOnly = Array.from(files, (f) => f.name.toLowerCase()).every((n) => officeFile.test(n));
+    if ($('render-toc').checked && !officeOnly) opts.toc = true;
     const split = $('render-split').value;
-    if (split) opts.split = split === 'true';
+    if (split && !officeOnly) opts.split = split === 'true';
     const rawStages = $('render-stages').value.trim();
     if (rawStages) {
       let stages;
