@@ -28,6 +28,10 @@ type ToolOptions struct {
 // NewStage(StageSign, ...) (DESIGN §11 stages).
 type PDFSteps struct {
 	Stages []Stage `json:"stages,omitempty"`
+	// Attachments are files for an attachments step without files of its
+	// own (NewStage(StageAttachments, nil)), uploaded as form parts named
+	// "attachments" as GenerateRequest's are.
+	Attachments []Upload `json:"-"`
 }
 
 // SplitRequest cuts a PDF into several: by Ranges ("1-3,4-9", one file
@@ -130,19 +134,19 @@ func (TextRequest) idempotencyKey() string     { return "" }
 func (ImagesRequest) idempotencyKey() string   { return "" }
 
 func (r SplitRequest) body(host bool) (func() (io.ReadCloser, string, error), error) {
-	return toolBody(r.File, r, host)
+	return toolBody(r.File, r, host, r.Attachments...)
 }
 func (r PagesRequest) body(host bool) (func() (io.ReadCloser, string, error), error) {
-	return toolBody(r.File, r, host)
+	return toolBody(r.File, r, host, r.Attachments...)
 }
 func (r FlattenRequest) body(host bool) (func() (io.ReadCloser, string, error), error) {
-	return toolBody(r.File, r, host)
+	return toolBody(r.File, r, host, r.Attachments...)
 }
 func (r OptimizeRequest) body(host bool) (func() (io.ReadCloser, string, error), error) {
-	return toolBody(r.File, r, host)
+	return toolBody(r.File, r, host, r.Attachments...)
 }
 func (r MetadataRequest) body(host bool) (func() (io.ReadCloser, string, error), error) {
-	return toolBody(r.File, r, host)
+	return toolBody(r.File, r, host, r.Attachments...)
 }
 func (r TextRequest) body(host bool) (func() (io.ReadCloser, string, error), error) {
 	return toolBody(r.File, r, host)
@@ -152,8 +156,8 @@ func (r ImagesRequest) body(host bool) (func() (io.ReadCloser, string, error), e
 }
 
 // toolBody is a tool's form: the PDF under "files", the request's own
-// fields as the options.
-func toolBody(file Upload, options any, host bool) (func() (io.ReadCloser, string, error), error) {
+// fields as the options, and the attachments for its stages.
+func toolBody(file Upload, options any, host bool, attachments ...Upload) (func() (io.ReadCloser, string, error), error) {
 	if file.Open == nil {
 		return nil, errors.New("docrender: a PDF tool needs the PDF (File)")
 	}
@@ -161,7 +165,7 @@ func toolBody(file Upload, options any, host bool) (func() (io.ReadCloser, strin
 	if err != nil {
 		return nil, err
 	}
-	return multipartParts(fields, asParts(partFiles, "application/pdf", []Upload{file})), nil
+	return multipartParts(fields, append(asParts(partFiles, "application/pdf", []Upload{file}), recordParts(attachments, nil)...)), nil
 }
 
 // Split cuts a PDF into several (POST /pdf/split): a ZIP of PDFs;

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -86,5 +87,35 @@ func TestTools(t *testing.T) {
 	}
 	if _, err := c.Flatten(ctx, FlattenRequest{}); err == nil {
 		t.Error("a tool without its PDF was sent")
+	}
+}
+
+// A tool's attachments step takes the request's uploads, sent as form
+// parts named "attachments" beside the PDF.
+func TestToolAttachments(t *testing.T) {
+	var names []string
+	var options string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := r.ParseMultipartForm(1 << 20); err != nil {
+			t.Fatal(err)
+		}
+		options = r.FormValue("options")
+		for _, field := range []string{"files", "attachments"} {
+			for _, fh := range r.MultipartForm.File[field] {
+				names = append(names, field+":"+fh.Filename)
+			}
+		}
+		w.Write([]byte("out"))
+	}))
+	defer srv.Close()
+	c := newTestClient(t, srv.URL)
+	d, err := c.Split(context.Background(), SplitRequest{File: UploadBytes("in.pdf", []byte("%PDF")), Every: 1,
+		PDFSteps: PDFSteps{Stages: []Stage{NewStage(StageAttachments, nil)}, Attachments: []Upload{UploadBytes("data.csv", []byte("a,b"))}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Body.Close()
+	if strings.Join(names, " ") != "files:in.pdf attachments:data.csv" || options != `{"every":1,"stages":[{"op":"attachments"}]}` {
+		t.Errorf("sent %v, options %s", names, options)
 	}
 }

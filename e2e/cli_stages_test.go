@@ -9,7 +9,7 @@ import (
 // TestCLIStages (DESIGN §10, §11): the command line's --stages, --toc and
 // the metadata command against the service. flatten with a metadata step
 // gives the PDF its title (pdfinfo); split runs the steps of @FILE on each
-// part; metadata writes the information and then runs its steps; render
+// part, and an attachments step embeds the files of --attach; metadata writes the information and then runs its steps; render
 // --toc fills the table of contents (pdftotext of page 1) and runs a step
 // of its own. A step the service refuses exits 2 naming stages[i].op; a
 // value that is not a list exits 1 before anything is sent.
@@ -37,6 +37,16 @@ func TestCLIStages(t *testing.T) {
 		}
 		if meta := run(t, "pdfinfo", "-meta", writeTemp(t, parts[n], ".pdf")); !strings.Contains(meta, "pdfaid:part") {
 			t.Errorf("%s: no PDF/A claim in its XMP", n)
+		}
+	}
+
+	// An attachments step takes the files of --attach, in every part.
+	c.write("data.csv", "a,b\n1,2\n")
+	c.ok("split", "in.pdf", "--every", "3", "-o", "attached.zip", "--stages", `[{"op":"attachments"}]`, "--attach", "data.csv")
+	_, attached := unzip(t, c.read("attached.zip"))
+	for n, part := range attached {
+		if list := run(t, "pdfdetach", "-list", writeTemp(t, part, ".pdf")); !strings.Contains(list, "data.csv") {
+			t.Errorf("%s: no attachment:\n%s", n, list)
 		}
 	}
 

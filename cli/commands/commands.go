@@ -69,11 +69,11 @@ func commandList() []command {
 		{"markdown", "FILE.md|DIR [--template template.html] [--no-outline] [-o out.pdf] [--option k=v ...] [--host]", "print a Markdown document (GitHub's dialect) as a PDF, its headings the outline", runMarkdown},
 		{"office", "FILE ... [--merge] [--landscape] [--page-ranges 1-3,5] [-o FILE] [--option k=v ...] [--pdfa LEVEL] [--attach FILE ...] [--sign IDENTITY] [--stages JSON|@FILE] [--host]", "convert office documents (docx, xlsx, pptx, odt, rtf, csv, ...) to PDF: one each (a ZIP for several), or one merged PDF", runOffice},
 		{"inspect", "FILE", "say what a PDF is and claims (pages, sizes, tags, PDF/A and PDF/UA claims, fonts, attachments, signatures) as JSON", runInspect},
-		{"split", "FILE --ranges 1-3,4-9 | --every N [--stages JSON|@FILE] [-o out.zip] [--name NAME] [--host]", "cut a PDF into several, a ZIP of PDFs", runSplit},
-		{"pages", "FILE [--select 3,1-2] [--rotate 2-3=90 ...] [--delete 4] [--stages JSON|@FILE] [-o out.pdf] [--name NAME] [--host]", "select, reorder, rotate or delete a PDF's pages", runPages},
-		{"flatten", "FILE [--stages JSON|@FILE] [-o out.pdf] [--name NAME] [--host]", "burn a PDF's form fields and annotations into its pages", runFlatten},
-		{"optimize", "FILE [--image-quality 1-100] [--max-image-dpi N] [--stages JSON|@FILE] [-o out.pdf] [--name NAME] [--host]", "make a PDF smaller (images recompressed and downsampled, objects merged)", runOptimize},
-		{"metadata", "FILE [--title T] [--author A] [--subject S] [--keywords a,b] [--creator C] [--stages JSON|@FILE] [-o out.pdf] [--name NAME] [--host]", "rewrite a PDF's document information (title, author, ...)", runMetadata},
+		{"split", "FILE --ranges 1-3,4-9 | --every N [--stages JSON|@FILE] [--attach FILE ...] [-o out.zip] [--name NAME] [--host]", "cut a PDF into several, a ZIP of PDFs", runSplit},
+		{"pages", "FILE [--select 3,1-2] [--rotate 2-3=90 ...] [--delete 4] [--stages JSON|@FILE] [--attach FILE ...] [-o out.pdf] [--name NAME] [--host]", "select, reorder, rotate or delete a PDF's pages", runPages},
+		{"flatten", "FILE [--stages JSON|@FILE] [--attach FILE ...] [-o out.pdf] [--name NAME] [--host]", "burn a PDF's form fields and annotations into its pages", runFlatten},
+		{"optimize", "FILE [--image-quality 1-100] [--max-image-dpi N] [--stages JSON|@FILE] [--attach FILE ...] [-o out.pdf] [--name NAME] [--host]", "make a PDF smaller (images recompressed and downsampled, objects merged)", runOptimize},
+		{"metadata", "FILE [--title T] [--author A] [--subject S] [--keywords a,b] [--creator C] [--stages JSON|@FILE] [--attach FILE ...] [-o out.pdf] [--name NAME] [--host]", "rewrite a PDF's document information (title, author, ...)", runMetadata},
 		{"text", "FILE [--markdown] [--pages 1-3] [-o out.txt] [--host]", "a PDF's text, or Markdown, on standard output", runText},
 		{"images", "FILE [--format png|jpeg|webp] [--dpi N] [--pages 1-3] [-o FILE] [--name NAME] [--host]", "pictures of a PDF's pages: one image, or a ZIP of one a page", runImages},
 		{"qr", "TEXT [-o qr.png] [--size N] [--margin N] [--ecc L|M|Q|H] [--dark #000] [--light #fff]", "draw a QR code as a PNG", runQR},
@@ -280,14 +280,14 @@ file, with the images it links by relative path).
   --host            store the PDF behind an expiring link and print the link
 `,
 	"split": fmt.Sprintf(toolHelp, "FILE-split.zip") + "  --ranges R      one PDF per comma-separated range, in the order given\n  --every N       one PDF per N pages, the last with what is left\n" +
-		fmt.Sprintf(stagesHelp, "each part"),
+		fmt.Sprintf(stagesHelp, "each part") + toolAttachHelp,
 	"pages": fmt.Sprintf(toolHelp, "FILE-pages.pdf") + "  --select S      pages in the order wanted (repeats allowed)\n  --rotate P=DEG  turn pages P clockwise by DEG (a multiple of 90), repeatable\n  --delete D      pages to leave out\nEvery page number names a page of the uploaded PDF.\n" +
-		fmt.Sprintf(stagesHelp, "the output"),
-	"flatten": fmt.Sprintf(toolHelp, "FILE-flat.pdf") + fmt.Sprintf(stagesHelp, "the flattened PDF"),
+		fmt.Sprintf(stagesHelp, "the output") + toolAttachHelp,
+	"flatten": fmt.Sprintf(toolHelp, "FILE-flat.pdf") + fmt.Sprintf(stagesHelp, "the flattened PDF") + toolAttachHelp,
 	"optimize": fmt.Sprintf(toolHelp, "FILE-optimized.pdf") + "  --image-quality N   JPEG quality of recompressed images (service default 75)\n  --max-image-dpi N   downsample images to N dpi (default 150; 0 keeps them)\nThe sizes before and after are printed on standard error.\n" +
-		fmt.Sprintf(stagesHelp, "the smaller PDF"),
+		fmt.Sprintf(stagesHelp, "the smaller PDF") + toolAttachHelp,
 	"metadata": fmt.Sprintf(toolHelp, "FILE-metadata.pdf") + "  --title T, --author A, --subject S, --creator C\n                  the document information, written to the Info dictionary\n                  and the XMP metadata (at least one of these or --keywords)\n  --keywords K    comma-separated keywords\n" +
-		fmt.Sprintf(stagesHelp, "the PDF once its information is written"),
+		fmt.Sprintf(stagesHelp, "the PDF once its information is written") + toolAttachHelp,
 	"text":   fmt.Sprintf(toolHelp, "standard output") + "  --markdown      Markdown (headings, lists, tables) instead of plain text\n  --pages P       the pages to read (default all)\n",
 	"images": fmt.Sprintf(toolHelp, "FILE-images.png for one page, FILE-images.zip for more") + "  --format F      png (default), jpeg or webp\n  --dpi N         resolution, 1 to 600 (default 72)\n  --pages P       the pages to draw (default all)\n",
 	"batch": `Each .html (or .htm) file directly in DIR is one document, named after

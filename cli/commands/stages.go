@@ -110,11 +110,41 @@ steps in your order (DESIGN §11):
                   is named in its answer (field: stages[1].op).
 `
 
-// pdfSteps are the steps of a PDF tool's request.
-func (s *stagesFlag) pdfSteps() (client.PDFSteps, error) {
-	list, err := s.steps()
-	return client.PDFSteps{Stages: list}, err
+// pdfStepsFlags are the flags of a PDF tool whose output is a PDF: its
+// --stages, and --attach for an attachments step without files of its own.
+type pdfStepsFlags struct {
+	*stagesFlag
+	attach multiFlag
 }
+
+func addPDFStepsFlags(fs *flag.FlagSet) *pdfStepsFlags {
+	p := &pdfStepsFlags{stagesFlag: addStagesFlag(fs)}
+	fs.Var(&p.attach, "attach", "")
+	return p
+}
+
+// pdfSteps are the steps of a PDF tool's request, with the files of
+// --attach as uploads.
+func (p *pdfStepsFlags) pdfSteps() (client.PDFSteps, error) {
+	list, err := p.steps()
+	if err != nil {
+		return client.PDFSteps{}, err
+	}
+	out := client.PDFSteps{Stages: list}
+	for _, f := range p.attach {
+		if err := localFile("--attach", f); err != nil {
+			return client.PDFSteps{}, err
+		}
+		out.Attachments = append(out.Attachments, client.UploadFile(f, ""))
+	}
+	return out, nil
+}
+
+// toolAttachHelp follows stagesHelp on the tools whose output is a PDF.
+const toolAttachHelp = `  --attach FILE   a file for an attachments step without a list of its
+                  own ({"op":"attachments"}), repeatable; without --stages
+                  it is embedded after the tool
+`
 
 // stagesAttachHelp follows stagesHelp where --attach uploads files.
 const stagesAttachHelp = `                  An attachments step without a list of its own embeds the

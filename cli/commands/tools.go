@@ -100,7 +100,7 @@ func runSplit(ctx context.Context, a *app, args []string) error {
 	ranges := fs.String("ranges", "", "")
 	every := fs.Int("every", 0, "")
 	t := addToolFlags(fs)
-	stages := addStagesFlag(fs)
+	stages := addPDFStepsFlags(fs)
 	file, stem, err := t.parse(fs, args, "split")
 	if err != nil {
 		return err
@@ -124,7 +124,7 @@ func runPages(ctx context.Context, a *app, args []string) error {
 	var rotate multiFlag
 	fs.Var(&rotate, "rotate", "")
 	t := addToolFlags(fs)
-	stages := addStagesFlag(fs)
+	stages := addPDFStepsFlags(fs)
 	file, stem, err := t.parse(fs, args, "pages")
 	if err != nil {
 		return err
@@ -155,7 +155,7 @@ func runPages(ctx context.Context, a *app, args []string) error {
 func runFlatten(ctx context.Context, a *app, args []string) error {
 	fs := newFlagSet("flatten")
 	t := addToolFlags(fs)
-	stages := addStagesFlag(fs)
+	stages := addPDFStepsFlags(fs)
 	file, stem, err := t.parse(fs, args, "flatten")
 	if err != nil {
 		return err
@@ -175,7 +175,7 @@ func runOptimize(ctx context.Context, a *app, args []string) error {
 	quality := fs.Int("image-quality", -1, "")
 	dpi := fs.Int("max-image-dpi", -1, "")
 	t := addToolFlags(fs)
-	stages := addStagesFlag(fs)
+	stages := addPDFStepsFlags(fs)
 	file, stem, err := t.parse(fs, args, "optimize")
 	if err != nil {
 		return err
@@ -213,7 +213,7 @@ func runMetadata(ctx context.Context, a *app, args []string) error {
 	keywords := fs.String("keywords", "", "")
 	fs.StringVar(&md.Creator, "creator", "", "")
 	t := addToolFlags(fs)
-	stages := addStagesFlag(fs)
+	stages := addPDFStepsFlags(fs)
 	file, stem, err := t.parse(fs, args, "metadata")
 	if err != nil {
 		return err
