@@ -75,6 +75,10 @@ func TestBatchPDF(t *testing.T) {
 	if doc := run(t, "qpdf", "--qdf", "--object-streams=disable", writeTemp(t, entries["form.pdf"], ".pdf"), "-"); strings.Contains(doc, "/AcroForm") {
 		t.Error("form.pdf: the form is still there")
 	}
+	// As sent: the document keeps what a rewrite of its pages would drop.
+	if pdfInfoFields(t, three, "")["Tagged"] != "yes" || pdfInfoFields(t, entries["scan.pdf"], "")["Tagged"] != "yes" {
+		t.Errorf("scan.pdf lost its structure tree: %v", pdfInfoFields(t, entries["scan.pdf"], ""))
+	}
 	if title := pdfInfoFields(t, entries["titled.pdf"], "")["Title"]; title != "From The Tool" {
 		t.Errorf("titled.pdf: title %q", title)
 	}

@@ -103,10 +103,11 @@ func (w *Worker) runTool(ctx context.Context, tj *jobspb.ToolJob, data []byte) (
 	case *jobspb.ToolJob_Images:
 		return w.images(ctx, out, tj.FileName, data, t.Images)
 	case nil:
-		// A batch's PDF as sent, through the batch's steps alone: read and
-		// written whole as the tools do, so that a corrupt file is named
-		// as they name it before any step sees it.
-		out.pages, err = pdfedit.Pages(ctx, bytes.NewReader(data), "all", nil, "", &buf)
+		// A batch's PDF as sent, through the batch's steps alone: read as
+		// the tools read theirs, so that a corrupt file is named as they
+		// name it before any step sees it, and passed on unchanged.
+		out.pages, err = pdfedit.Check(ctx, data)
+		buf.Write(data)
 	default:
 		return nil, &pdfedit.OptionError{Field: "options", Problem: "no tool was asked for"}
 	}

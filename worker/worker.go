@@ -308,15 +308,20 @@ func (w *Worker) takes(kind string) bool {
 }
 
 // pdfiumReplacements are the PDFium engine's child replacements by
-// reason; none while the engine has not started.
-func (w *Worker) pdfiumReplacements() map[string]uint64 {
+// reason; false while there is no engine to ask (none started, one
+// starting, or one in-process, which has no children).
+func (w *Worker) pdfiumReplacements() (map[string]uint64, bool) {
 	eng, ok := w.pdfium.peek()
 	if !ok {
-		return nil
+		return nil, false
+	}
+	counts := eng.Replacements()
+	if counts == nil {
+		return nil, false
 	}
 	out := map[string]uint64{}
-	for r, n := range eng.Replacements() {
+	for r, n := range counts {
 		out[r.String()] = uint64(n)
 	}
-	return out
+	return out, true
 }

@@ -123,3 +123,18 @@ func TestRecordPartsRefused(t *testing.T) {
 }
 
 func jsonQuote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }
+
+// A mistyped §8 option of merge (its options embed stepsOptions) is named
+// as the client wrote it, not by the Go path of the struct it sits in.
+func TestMergeOptionTypesNamed(t *testing.T) {
+	pdf := [3]string{"files", "a.pdf", "%PDF-1.7\n"}
+	for _, tc := range []struct{ options, field string }{
+		{`{"pdfa":3}`, "pdfa"},
+		{`{"pdfua":"yes"}`, "pdfua"},
+		{`{"attachmentRelationship":1}`, "attachmentRelationship"},
+		{`{"stages":{}}`, "stages"},
+	} {
+		g := newGateway(t, nil)
+		g.do(req{method: "POST", path: "/pdf/merge", body: partsForm(t, tc.options, pdf)}).check(t, expect{status: 400, field: tc.field})
+	}
+}

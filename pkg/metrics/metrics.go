@@ -10,6 +10,7 @@ package metrics
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"sync"
@@ -234,8 +235,10 @@ func (m *Metrics) WatchKindDepths(kinds []string, depths func(context.Context) (
 // its job's time: slow or hostile PDFs), "failed" (a child that crashed
 // or garbled its answer), "recycled" (grown past its memory bound). A
 // rising "failed" is a PDFium crash worth a look. read gives each reason's
-// count since start; only the first call registers.
-func (m *Metrics) WatchPDFiumReplacements(reasons []string, read func() map[string]uint64) {
+// count since start, false when it cannot say now (no engine yet, or one
+// starting): the scrape then has no sample, a gap, rather than zeros that
+// a counter's rate would read as a reset. Only the first call registers.
+func (m *Metrics) WatchPDFiumReplacements(reasons []string, read func() (map[string]uint64, bool)) {
 	if m == nil || !m.first("pdfium_replacements") {
 		return
 	}
@@ -243,8 +246,14 @@ func (m *Metrics) WatchPDFiumReplacements(reasons []string, read func() map[stri
 		desc: prometheus.NewDesc("docrender_pdfium_replacements_total",
 			"PDFium child processes killed and replaced, by reason.", []string{"reason"}, nil),
 		kinds: reasons,
-		read:  func(context.Context) (map[string]uint64, error) { return read(), nil },
-		typ:   prometheus.CounterValue,
+		read: func(context.Context) (map[string]uint64, error) {
+			v, ok := read()
+			if !ok {
+				return nil, errNoSample
+			}
+			return v, nil
+		},
+		typ: prometheus.CounterValue,
 	})
 }
 
@@ -308,6 +317,9 @@ func (m *Metrics) first(name string) bool {
 	m.watched[name] = true
 	return true
 }
+
+// errNoSample is a read that has nothing to say at this scrape.
+var errNoSample = errors.New("metrics: no sample now")
 
 // sampleTimeout bounds a scrape-time read: a NATS outage must not stall
 // every scrape for the client's default timeout.

@@ -168,8 +168,16 @@ func TestHTTPLabelsAreBounded(t *testing.T) {
 func TestPDFiumReplacements(t *testing.T) {
 	m := New()
 	reasons := []string{"deadline", "failed", "recycled"}
-	m.WatchPDFiumReplacements(reasons, func() map[string]uint64 { return map[string]uint64{"deadline": 4, "failed": 1} })
-	m.WatchPDFiumReplacements(reasons, func() map[string]uint64 { return map[string]uint64{"deadline": 99} })
+	ready := false
+	m.WatchPDFiumReplacements(reasons, func() (map[string]uint64, bool) {
+		return map[string]uint64{"deadline": 4, "failed": 1}, ready
+	})
+	m.WatchPDFiumReplacements(reasons, func() (map[string]uint64, bool) { return map[string]uint64{"deadline": 99}, true })
+	// No engine to ask: no sample, not zeros (a counter's reset).
+	if body := scrape(t, m); strings.Contains(body, "docrender_pdfium_replacements_total{") {
+		t.Errorf("samples without an engine:\n%s", body)
+	}
+	ready = true
 	body := scrape(t, m)
 	for _, want := range []string{
 		"# TYPE docrender_pdfium_replacements_total counter",

@@ -382,6 +382,17 @@ func ParseLength(s string) (float64, error) {
 	}
 }
 
+// embeddedName says whether p names one of the unexported option structs
+// embedded in others (pkg/pdfopts's, gateway/server's stepsOptions):
+// never a JSON name.
+func embeddedName(p string) bool {
+	switch p {
+	case "toolCommon", "pdfOut", "stepsOptions":
+		return true
+	}
+	return false
+}
+
 // jsonPath is a decode error's field path without the Go names of embedded
 // structs (PrintRaw.scale → scale, toolCommon.host → host): the client
 // knows only the JSON names. Exported embedded types start upper case; the
@@ -390,7 +401,7 @@ func jsonPath(field string) string {
 	parts := strings.Split(field, ".")
 	out := parts[:0]
 	for _, p := range parts {
-		if p != "" && unicode.IsUpper(rune(p[0])) || p == "toolCommon" || p == "pdfOut" {
+		if p != "" && unicode.IsUpper(rune(p[0])) || embeddedName(p) {
 			continue
 		}
 		out = append(out, p)

@@ -42,6 +42,20 @@ func toolConf(cmd model.CommandMode) *model.Configuration {
 	return c
 }
 
+// Check reads a client's PDF as the tools read theirs (its inflation
+// bounded, pdfcpu's model, the tools' page bound) and says how many pages
+// it has, leaving it as it is: a batch's PDF sent to go through the steps
+// alone keeps everything (structure tree, outline, forms, XMP) that a
+// rewrite of its pages would drop. A hostile or unusable input is a
+// *BadInputError.
+func Check(ctx context.Context, pdf []byte) (pages int, err error) {
+	_, pc, err := readTool(ctx, bytes.NewReader(pdf), model.VALIDATE)
+	if err != nil {
+		return 0, err
+	}
+	return pc.PageCount, nil
+}
+
 // readTool reads a tool's input: its bytes (needed whole for the
 // inflation check and by pdfcpu anyway), then pdfcpu's model under cmd.
 // A hostile or unusable input is a *BadInputError.

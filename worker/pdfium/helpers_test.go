@@ -91,6 +91,17 @@ func manyPagesPDF(n int) []byte {
 // bombPDF's one page has a Flate content stream that inflates to size
 // bytes of zeros from a few KiB: one compressed MiB of zeros, repeated.
 func bombPDF(size int) []byte {
+	return buildPDF(
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+		bombStream(size),
+	)
+}
+
+// bombStream is a flate stream object of size zero bytes, a few KiB
+// compressed.
+func bombStream(size int) string {
 	const chunk = 1 << 20
 	var one bytes.Buffer
 	w, _ := flate.NewWriter(&one, flate.BestCompression)
@@ -104,12 +115,20 @@ func bombPDF(size int) []byte {
 	z.Write([]byte{0x03, 0x00}) // a final empty block
 	// Adler-32 of zeros: a stays 1, b adds 1 per byte.
 	binary.Write(&z, binary.BigEndian, uint32(((size/chunk*chunk)%65521)<<16|1))
-	return buildPDF(
-		"<< /Type /Catalog /Pages 2 0 R >>",
-		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
-		fmt.Sprintf("<< /Filter /FlateDecode /Length %d >>\nstream\n%s\nendstream", z.Len(), z.String()),
-	)
+	return fmt.Sprintf("<< /Filter /FlateDecode /Length %d >>\nstream\n%s\nendstream", z.Len(), z.String())
+}
+
+// slowPagesPDF has n pages sharing one content stream of size zero
+// bytes: each page keeps PDFium busy, the file stays small.
+func slowPagesPDF(n, size int) []byte {
+	objs := []string{"<< /Type /Catalog /Pages 2 0 R >>", ""}
+	kids := make([]string, n)
+	for i := range n {
+		kids[i] = fmt.Sprintf("%d 0 R", 3+i)
+		objs = append(objs, fmt.Sprintf("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R >>", 3+n))
+	}
+	objs[1] = fmt.Sprintf("<< /Type /Pages /Kids [%s] /Count %d >>", strings.Join(kids, " "), n)
+	return buildPDF(append(objs, bombStream(size))...)
 }
 
 func readFile(t testing.TB, name string) []byte {

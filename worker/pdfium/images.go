@@ -23,7 +23,19 @@ import (
 func (e *Engine) Images(ctx context.Context, pdf []byte, pages []int, format string, dpi, quality int) ([][]byte, error) {
 	if e.procs != nil {
 		_, imgs, err := e.procs.one(ctx, request{op: opImages, pages: pages, format: format, dpi: dpi, quality: quality}, pdf)
-		return imgs, err
+		if err != nil {
+			return nil, err
+		}
+		// The child's answer is trusted no further than its frame: an image
+		// a page asked (or at most MaxPages), within MaxOutput in all.
+		var total int64
+		for _, img := range imgs {
+			total += int64(len(img))
+		}
+		if (pages != nil && len(imgs) != len(pages)) || len(imgs) > e.cfg.MaxPages || total > e.cfg.MaxOutput {
+			return nil, fmt.Errorf("pdfium: a child answered %d images (%d bytes) for %d pages asked", len(imgs), total, len(pages))
+		}
+		return imgs, nil
 	}
 	enc, err := encoder(format, quality)
 	if err != nil {

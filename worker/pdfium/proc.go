@@ -58,6 +58,9 @@ type procs struct {
 	// idle holds a token per slot no call holds: a ready child, or nil
 	// (none started, or its start failed: the next call starts one).
 	idle chan *child
+	// want carries a call's wish for a slot none is free for: a text call
+	// spreading over other slots' children gives one back (yield).
+	want chan struct{}
 	done chan struct{} // closed by close
 	// netns: children start in a user and network namespace of their own
 	// (no network). Cleared when the kernel refuses that.
@@ -102,14 +105,18 @@ func newProcs(ctx context.Context, cfg Config) (*procs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pdfium: the executable to run children: %w", err)
 	}
-	p := &procs{cfg: cfg, exe: exe, log: cfg.Log, idle: make(chan *child, cfg.Instances), done: make(chan struct{}), live: map[*child]struct{}{}}
+	p := &procs{cfg: cfg, exe: exe, log: cfg.Log, idle: make(chan *child, cfg.Instances), want: make(chan struct{}, 1), done: make(chan struct{}), live: map[*child]struct{}{}}
 	p.netns.Store(netnsSupported)
 	if p.cfg.CacheDir == "" {
 		if p.cfg.CacheDir, p.tmpCache, err = defaultCacheDir(); err != nil {
 			return nil, fmt.Errorf("pdfium: compilation cache: %w", err)
 		}
 	}
-	first, err := p.start(ctx)
+	// Not the caller's context: the first start may compile PDFium
+	// (seconds, on a cold cache), which a job's short deadline or a client
+	// gone away would otherwise cut short at every try, each compile lost.
+	// childStartTimeout bounds it.
+	first, err := p.start(context.WithoutCancel(ctx))
 	if err != nil {
 		_ = p.close()
 		return nil, err
@@ -283,26 +290,43 @@ func (p *procs) failure(c *child, err error) error {
 }
 
 // take waits for a slot and returns its child, started if it has none.
+// A call that has to wait asks a spreading text call for one of the slots
+// it borrowed (want): a job's slot is its own to use (DESIGN §5).
 func (p *procs) take(ctx context.Context) (*child, error) {
+	var c *child
+	select {
+	case c = <-p.idle:
+		return p.ready(ctx, c)
+	default:
+	}
+	select {
+	case p.want <- struct{}{}:
+	default:
+	}
 	select {
 	case <-p.done:
 		return nil, errClosed
 	case <-ctx.Done():
 		return nil, ctx.Err()
-	case c := <-p.idle:
-		if c != nil && !c.dead() {
-			return c, nil
-		}
-		c, err := p.start(ctx)
-		if err != nil {
-			p.idle <- nil
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, err
-		}
+	case c = <-p.idle:
+		return p.ready(ctx, c)
+	}
+}
+
+// ready is the child of a slot just taken, started if it has none.
+func (p *procs) ready(ctx context.Context, c *child) (*child, error) {
+	if c != nil && !c.dead() {
 		return c, nil
 	}
+	c, err := p.start(ctx)
+	if err != nil {
+		p.idle <- nil
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	return c, nil
 }
 
 // takeIdle takes up to n slots whose child is ready, without waiting.
@@ -371,8 +395,10 @@ func (p *procs) call(ctx context.Context, c *child, q request, pdf []byte) (stri
 		b, err = readFrame(c.resp, p.maxAnswer())
 	}
 	if !stop() {
-		p.log.Debug("pdfium: a call's context ended; its child was killed and is replaced", "pid", c.pid, "error", ctx.Err())
-		p.replaced[ReplacedDeadline].Add(1)
+		p.log.Debug("pdfium: a call's context ended; its child was killed and is replaced", "pid", c.pid, "error", context.Cause(ctx))
+		if !errors.Is(context.Cause(ctx), errYielded) {
+			p.replaced[ReplacedDeadline].Add(1)
+		}
 		p.release(c, false)
 		return "", nil, ctx.Err()
 	}
@@ -434,6 +460,11 @@ func (p *procs) text(ctx context.Context, pdf []byte, pages []int) (string, erro
 	if pages != nil {
 		most = min(most, len(pages)/minSpreadPages)
 	}
+	// A wish for a slot from before is stale: none was idle for it then.
+	select {
+	case <-p.want:
+	default:
+	}
 	more := p.takeIdle(most - 1)
 	parts := 1 + len(more)
 	q := request{op: opText, pages: pages, parts: parts}
@@ -443,16 +474,42 @@ func (p *procs) text(ctx context.Context, pdf []byte, pages []int) (string, erro
 	}
 	texts := make([]string, parts)
 	errs := make([]error, parts)
+	// The borrowed slots are given back when another call waits for one:
+	// their child is stopped and the part read again on a slot of this
+	// call's once its own part is done.
+	bctx, yield := context.WithCancelCause(ctx)
+	defer yield(nil)
+	stopWatch := make(chan struct{})
+	go func() {
+		select {
+		case <-p.want:
+			yield(errYielded)
+		case <-stopWatch:
+		}
+	}()
 	var wg sync.WaitGroup
 	for i, mc := range more {
 		q := q
 		q.part = i + 1
-		wg.Go(func() { texts[i+1], _, errs[i+1] = p.call(ctx, mc, q, pdf) })
+		wg.Go(func() { texts[i+1], _, errs[i+1] = p.call(bctx, mc, q, pdf) })
 	}
 	texts[0], _, errs[0] = p.call(ctx, c, q, pdf)
 	wg.Wait()
+	close(stopWatch)
 	if err := ctx.Err(); err != nil {
 		return "", err
+	}
+	for i := 1; i < parts && errors.Is(context.Cause(bctx), errYielded); i++ {
+		if errs[i] == nil || !errors.Is(errs[i], context.Canceled) {
+			continue
+		}
+		c, err := p.take(ctx)
+		if err != nil {
+			return "", err
+		}
+		q := q
+		q.part = i
+		texts[i], _, errs[i] = p.call(ctx, c, q, pdf)
 	}
 	n := 0
 	for i, err := range errs {
@@ -466,6 +523,10 @@ func (p *procs) text(ctx context.Context, pdf []byte, pages []int) (string, erro
 	}
 	return strings.Join(texts, ""), nil
 }
+
+// errYielded is why a borrowed slot's part stopped: another call wanted
+// the slot.
+var errYielded = errors.New("pdfium: slot given back to a waiting call")
 
 // close kills every child and waits for them.
 func (p *procs) close() error {

@@ -462,3 +462,68 @@ func TestChildRecycle(t *testing.T) {
 		t.Errorf("reasons %v", ReplacementReasons())
 	}
 }
+
+// TestChildStartOutlivesCaller: the first child starts whole even when the
+// caller's context ends meanwhile (a job's short deadline would otherwise
+// cut every compile of PDFium short, each lost); the engine then serves.
+func TestChildStartOutlivesCaller(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	e, err := New(ctx, Config{Instances: 1})
+	if err != nil {
+		t.Fatalf("New under a 20 ms context: %v", err)
+	}
+	defer e.Close()
+	if got, err := e.Text(context.Background(), textPDF(612, 792, []string{"served"}), nil); err != nil || got != "served\n\f" {
+		t.Fatalf("text %q, %v", got, err)
+	}
+}
+
+// TestChildYield (DESIGN §5): a text call spread over another slot's child
+// gives the slot back when another call waits for one: the other call is
+// served at once, not after the spreading call, whose text is whole.
+func TestChildYield(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("spreading needs two cores")
+	}
+	e := newChildEngine(t, Config{Instances: 2})
+	for deadline := time.Now().Add(10 * time.Second); len(e.procs.pids()) < 2 || len(e.procs.idle) < 2; {
+		if time.Now().After(deadline) {
+			t.Fatalf("children %v, %d idle", e.procs.pids(), len(e.procs.idle))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	slow := slowPagesPDF(2*minSpreadPages, 40<<20)
+	type answer struct {
+		text string
+		err  error
+		took time.Duration
+	}
+	done := make(chan answer, 1)
+	start := time.Now()
+	go func() {
+		text, err := e.Text(context.Background(), slow, nil)
+		done <- answer{text, err, time.Since(start)}
+	}()
+	time.Sleep(500 * time.Millisecond) // both children at work
+	asked := time.Now()
+	got, err := e.Text(context.Background(), textPDF(612, 792, []string{"my turn"}), nil)
+	waited := time.Since(asked)
+	if err != nil || got != "my turn\n\f" {
+		t.Fatalf("the waiting call: %q, %v", got, err)
+	}
+	a := <-done
+	t.Logf("waiting call served in %v; the spreading call took %v", waited.Round(time.Millisecond), a.took.Round(time.Millisecond))
+	if a.err != nil || strings.Count(a.text, "\f") != 2*minSpreadPages {
+		t.Fatalf("the spreading call: %d pages of text, %v", strings.Count(a.text, "\f"), a.err)
+	}
+	// Without the slot given back it waits for the borrowed part: about
+	// half the spreading call (measured: 1.4 of 2.8 s); given back, a
+	// child's restart (0.26 of 3.7 s).
+	if 3*waited >= a.took {
+		t.Errorf("the waiting call was served after %v of the spreading call's %v: no slot was given back", waited, a.took)
+	}
+	if got := e.Replacements(); got[ReplacedDeadline] != 0 {
+		t.Errorf("a slot given back counted as a deadline: %v", got)
+	}
+}
