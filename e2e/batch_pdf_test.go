@@ -126,14 +126,17 @@ func TestBatchPDFRefused(t *testing.T) {
 
 	// Corrupt past the header, and a page the PDF does not have: the
 	// batch fails naming the document, the service serves the next one.
-	for _, doc := range []map[string]any{
-		pdfDoc("broken", three[:len(three)/3], map[string]any{"op": "flatten"}),
-		pdfDoc("short", three, map[string]any{"op": "pages", "select": "7"}),
+	for _, tc := range []struct {
+		doc  map[string]any
+		want string
+	}{
+		{pdfDoc("broken", three[:len(three)/3], map[string]any{"op": "flatten"}), "documents[1]"},
+		{pdfDoc("short", three, map[string]any{"op": "pages", "select": "7"}), "pdf.tool.select"},
 	} {
-		id := c.startStream(map[string]any{"documents": []map[string]any{page, doc}})
+		id := c.startStream(map[string]any{"documents": []map[string]any{page, tc.doc}})
 		p, _ := c.waitBatch(id, 2, 2*time.Minute)
-		if p.Status != "error" || !strings.Contains(p.Message, "documents[1]") {
-			t.Errorf("progress %+v, want an error naming documents[1]", p)
+		if p.Status != "error" || !strings.Contains(p.Message, "documents[1]") || !strings.Contains(p.Message, tc.want) {
+			t.Errorf("progress %+v, want an error naming documents[1] and %s", p, tc.want)
 		}
 	}
 	resp := c.batch(map[string]any{"documents": []map[string]any{pdfDoc("ok", three, map[string]any{"op": "pages", "select": "2"})}})

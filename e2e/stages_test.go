@@ -175,6 +175,21 @@ func TestToolStages(t *testing.T) {
 			t.Errorf("%s %s: field %q, want %q (%s)", tc.op, tc.options, e.Field, tc.field, e.Message)
 		}
 	}
+	// Parts a route does not read are refused, naming them.
+	for _, tc := range []struct {
+		op    string
+		part  file
+		field string
+	}{
+		{"text", file{Field: "attachments", Name: "a.csv", Type: "text/csv", Data: []byte("a")}, "attachments"},
+		{"images", file{Field: "extra", Name: "x.bin", Type: "application/octet-stream", Data: []byte("x")}, "extra"},
+		{"flatten", file{Field: "factur-x.xml", Name: "factur-x.xml", Type: "text/xml", Data: []byte(ciiInvoice)}, "factur-x.xml"},
+	} {
+		resp := c.tool(tc.op, append([]file{tc.part}, one...), nil)
+		if e := expectError(t, resp, http.StatusBadRequest, "BAD_REQUEST"); e.Field != tc.field {
+			t.Errorf("%s with a %s part: field %q (%s)", tc.op, tc.part.Field, e.Field, e.Message)
+		}
+	}
 	if n := c.usage(); n != used+3 {
 		t.Errorf("conversions used %d after the refusals, want %d", n, used+3)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -104,7 +105,16 @@ func (w *Worker) handleBatchDoc(ctx context.Context, job *jobspb.Job, doc *jobsp
 		convert = func() (*jobspb.Result, error) { return w.handleOffice(ctx, job, doc.GetOffice()) }
 	case doc.GetTool() != nil:
 		// A PDF of the client's through a tool (DESIGN §11), on the pdf kind.
-		convert = func() (*jobspb.Result, error) { return w.handleTool(ctx, job, doc.GetTool()) }
+		convert = func() (*jobspb.Result, error) {
+			res, err := w.handleTool(ctx, job, doc.GetTool())
+			// The tool's options sit under the document's pdf.tool: its
+			// refusal names them there (a select past the last page).
+			if f := res.GetErrorField(); f != "" && f != "files" && !strings.HasPrefix(f, "stages") {
+				res.ErrorMessage = strings.Replace(res.ErrorMessage, f, "pdf.tool."+f, 1)
+				res.ErrorField = "pdf.tool." + f
+			}
+			return res, err
+		}
 	}
 	res, err := w.contained(ctx, convert)
 	if err != nil && d.Last {

@@ -43,6 +43,14 @@ func (s *Server) tool(op string) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
+		// A part the route does not read is refused, not dropped unseen.
+		if len(up.otherParts) > 0 {
+			takes := "the PDF under files"
+			if pdfOut {
+				takes += " and attachments parts for a stages step"
+			}
+			return apierr.Invalid(up.otherParts[0], "this route takes "+takes)
+		}
 		tj := opts.Job
 		tj.InputKey, tj.InputName, tj.FileName = up.keys[0], up.names[0], outputBase(opts.FileName, up.names[0])
 		if pdfOut {
@@ -59,6 +67,9 @@ func (s *Server) tool(op string) echo.HandlerFunc {
 // into tj, its watermark image and attachments moved to the job's folder
 // as a merge's are.
 func (s *Server) toolSteps(c echo.Context, u *account.User, job *jobspb.Job, tj *jobspb.ToolJob, stages json.RawMessage, parts *recordParts) error {
+	if parts != nil && parts.hasXML {
+		return apierr.Invalid(partEInvoiceXML, "the PDF tools make no e-invoice: leave the part out")
+	}
 	st, err := stepsOptions{Stages: stages}.steps(parts)
 	if err != nil {
 		return err
