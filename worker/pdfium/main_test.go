@@ -85,6 +85,7 @@ func misbehave(mode string) {
 		e.uint(1 << 30)
 		_ = writeFrame(out, e.b, []byte("short"))
 	case "exit":
+		fmt.Fprintln(os.Stderr, "LASTWORDS of the child")
 		os.Exit(3)
 	}
 	time.Sleep(time.Minute) // the parent kills it

@@ -86,6 +86,34 @@ type child struct {
 	exited  chan struct{} // closed once it has exited; waitErr is then set
 	waitErr error
 	kill    func() // SIGKILL, once
+	// tail is the end of its output (a Go panic's trace, its last
+	// words), for the warning when it fails; drained is closed once all
+	// of it is read.
+	tail    tail
+	drained chan struct{}
+}
+
+// tail keeps the last tailBytes of a child's output.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+const tailBytes = 2 << 10
+
+func (t *tail) add(line []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, line...)
+	if n := len(t.buf); n > tailBytes {
+		t.buf = append(t.buf[:0], t.buf[n-tailBytes:]...)
+	}
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
 }
 
 func (c *child) dead() bool {
@@ -232,9 +260,9 @@ func (p *procs) spawn(netns bool) (*child, error) {
 		logR.Close()
 		return nil, err
 	}
-	c := &child{pid: cmd.Process.Pid, cmd: cmd, req: reqW, respF: respR, resp: bufio.NewReaderSize(respR, 64<<10), exited: make(chan struct{})}
+	c := &child{pid: cmd.Process.Pid, cmd: cmd, req: reqW, respF: respR, resp: bufio.NewReaderSize(respR, 64<<10), exited: make(chan struct{}), drained: make(chan struct{})}
 	c.kill = sync.OnceFunc(func() { _ = cmd.Process.Kill() })
-	go p.drain(logR, c.pid)
+	go p.drain(logR, c)
 	go func() {
 		c.waitErr = cmd.Wait()
 		reqW.Close()
@@ -259,13 +287,15 @@ func (p *procs) spawn(netns bool) (*child, error) {
 
 // drain copies a child's stdout and stderr into the log at debug, a line
 // at a time (long lines in pieces).
-func (p *procs) drain(r *os.File, pid int) {
+func (p *procs) drain(r *os.File, c *child) {
+	defer close(c.drained)
 	defer r.Close()
 	br := bufio.NewReaderSize(r, 4<<10)
 	for {
 		line, err := br.ReadSlice('\n')
+		c.tail.add(line)
 		if s := strings.TrimRight(string(line), "\n"); s != "" {
-			p.log.Debug("pdfium child", "pid", pid, "output", s)
+			p.log.Debug("pdfium child", "pid", c.pid, "output", s)
 		}
 		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
 			return
@@ -285,7 +315,11 @@ func (p *procs) failure(c *child, err error) error {
 		}
 	case <-time.After(childExitWait):
 	}
-	p.log.Warn("pdfium: a child failed; it is replaced", "pid", c.pid, "error", err)
+	select {
+	case <-c.drained:
+	case <-time.After(childExitWait):
+	}
+	p.log.Warn("pdfium: a child failed; it is replaced", "pid", c.pid, "error", err, "output", c.tail.String())
 	return fmt.Errorf("pdfium: instance failed and was replaced: %w", err)
 }
 

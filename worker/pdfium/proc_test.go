@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"runtime"
@@ -211,7 +212,8 @@ func TestChildGarbage(t *testing.T) {
 		{"exit", "exit status 3"},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
-			e := newChildEngine(t, Config{Instances: 1, childMode: tc.mode})
+			var logs syncBuffer
+			e := newChildEngine(t, Config{Instances: 1, childMode: tc.mode, Log: slog.New(slog.NewTextHandler(&logs, nil))})
 			start := time.Now()
 			_, err := e.Images(context.Background(), textPDF(612, 792, []string{"x"}), nil, "png", 72, 0)
 			if err == nil || !strings.Contains(err.Error(), "instance failed") || !strings.Contains(err.Error(), tc.want) {
@@ -219,6 +221,10 @@ func TestChildGarbage(t *testing.T) {
 			}
 			if d := time.Since(start); d > 2*time.Second {
 				t.Errorf("took %v", d)
+			}
+			// The child's last words reach the warning, at the default level.
+			if tc.mode == "exit" && !strings.Contains(logs.String(), "LASTWORDS of the child") {
+				t.Errorf("the warning lacks the child's output:\n%s", logs.String())
 			}
 		})
 	}
@@ -526,4 +532,22 @@ func TestChildYield(t *testing.T) {
 	if got := e.Replacements(); got[ReplacedDeadline] != 0 {
 		t.Errorf("a slot given back counted as a deadline: %v", got)
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the log's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
