@@ -542,18 +542,23 @@ func TestTextSpread(t *testing.T) {
 	if n := strings.Count(all, "\f"); n != 50 {
 		t.Errorf("%d pages, want 50", n)
 	}
-	// The output bound holds across ranges.
-	small, err := New(context.Background(), Config{Instances: 2, MaxMemory: 256 << 20, MaxOutput: int64(len(all) / 2), InProcess: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer small.Close()
-	var bad *BadInputError
-	if _, err := small.Text(context.Background(), long, nil); !errors.As(err, &bad) || bad.Param != "pages" {
-		t.Errorf("past MaxOutput: %v", err)
-	}
-	if _, err := small.Text(context.Background(), long, []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}); err != nil {
-		t.Errorf("under MaxOutput: %v", err)
+	// The output bound holds across ranges, in bytes, in-process and in
+	// children, on one instance and spread: the same answer either way.
+	for _, inProcess := range []bool{true, false} {
+		for _, instances := range []int{1, 2} {
+			small, err := New(context.Background(), Config{Instances: instances, MaxMemory: 256 << 20, MaxOutput: int64(len(all) / 2), InProcess: inProcess})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var bad *BadInputError
+			if _, err := small.Text(context.Background(), long, nil); !errors.As(err, &bad) || bad.Param != "pages" {
+				t.Errorf("in-process %v, %d instances: past MaxOutput: %v", inProcess, instances, err)
+			}
+			if _, err := small.Text(context.Background(), long, []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}); err != nil {
+				t.Errorf("in-process %v, %d instances: under MaxOutput: %v", inProcess, instances, err)
+			}
+			small.Close()
+		}
 	}
 }
 

@@ -13,11 +13,20 @@ import (
 // Text returns the plain text of the pages asked (1-based; none: all), in
 // the reading order PDFium gives, each page followed by a form feed as
 // pdftotext writes it.
-func (e *Engine) Text(ctx context.Context, pdf []byte, pages []int) (string, error) {
+// MaxOutput bounds the text in bytes, the same whichever way it was read
+// (one instance or several, in-process or in children): each page is
+// checked on PDFium's character count before it is copied, and the whole
+// here.
+func (e *Engine) Text(ctx context.Context, pdf []byte, pages []int) (s string, err error) {
 	if e.procs != nil {
-		return e.procs.text(ctx, pdf, pages)
+		s, err = e.procs.text(ctx, pdf, pages)
+	} else {
+		s, err = e.textPart(ctx, pdf, pages, 0, 0)
 	}
-	return e.textPart(ctx, pdf, pages, 0, 0)
+	if err == nil && int64(len(s)) > e.cfg.MaxOutput {
+		return "", badInput("pages", "the text of these pages is larger than %d bytes: ask for fewer pages", e.cfg.MaxOutput)
+	}
+	return s, err
 }
 
 // textPart is Text of a part of the pages asked: with parts > 0, the pages
