@@ -91,6 +91,8 @@ type child struct {
 	// of it is read.
 	tail    tail
 	drained chan struct{}
+	// ownPIDs: it runs in a PID namespace of its own, where it is pid 1.
+	ownPIDs bool
 }
 
 // tail keeps the last tailBytes of a child's output.
@@ -206,7 +208,7 @@ func (p *procs) start(ctx context.Context) (*child, error) {
 			err = fmt.Errorf("%w: not a ready frame", errGarbled)
 		} else if v := d.uint(); d.err == nil && v != protocolVersion {
 			err = fmt.Errorf("child speaks protocol %d, not %d", v, protocolVersion)
-		} else if pid := d.int(); d.done() != nil || pid != int64(c.pid) {
+		} else if pid := d.int(); d.done() != nil || (pid != int64(c.pid) && !(c.ownPIDs && pid == 1)) {
 			err = fmt.Errorf("%w: ready frame: %v", errGarbled, d.err)
 		}
 	}
@@ -260,7 +262,8 @@ func (p *procs) spawn(netns bool) (*child, error) {
 		logR.Close()
 		return nil, err
 	}
-	c := &child{pid: cmd.Process.Pid, cmd: cmd, req: reqW, respF: respR, resp: bufio.NewReaderSize(respR, 64<<10), exited: make(chan struct{}), drained: make(chan struct{})}
+	c := &child{pid: cmd.Process.Pid, cmd: cmd, req: reqW, respF: respR, resp: bufio.NewReaderSize(respR, 64<<10), exited: make(chan struct{}), drained: make(chan struct{}),
+		ownPIDs: netns && netnsSupported}
 	c.kill = sync.OnceFunc(func() { _ = cmd.Process.Kill() })
 	go p.drain(logR, c)
 	go func() {

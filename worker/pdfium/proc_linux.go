@@ -16,11 +16,13 @@ const netnsSupported = true
 // childAttr: the child is killed when the worker dies (Pdeathsig), in a
 // process group of its own (a terminal's ^C to the worker does not stop
 // it mid-call; the worker stops it), and with netns in namespaces where no
-// network exists (a downed loopback only), its user mapped to itself.
+// network exists (a downed loopback only) and no other process is seen (a
+// PID namespace: the child is its init, and cannot signal the worker or
+// its siblings), its user mapped to itself.
 func childAttr(netns bool) *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if netns {
-		a.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET
+		a.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET | syscall.CLONE_NEWPID
 		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
 		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
 		a.GidMappingsEnableSetgroups = false

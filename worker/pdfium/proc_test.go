@@ -288,6 +288,13 @@ func TestChildIsolated(t *testing.T) {
 	if e.procs.netns.Load() && self == theirs {
 		t.Errorf("child shares the worker's network namespace %s", self)
 	}
+	// Its own PID namespace: it sees no other process, so it cannot
+	// signal the worker or another child.
+	selfPID, _ := os.Readlink("/proc/self/ns/pid")
+	theirPID, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
+	if e.procs.netns.Load() && selfPID == theirPID {
+		t.Errorf("child shares the worker's PID namespace %s", selfPID)
+	}
 	if os.Getenv(noUsernsEnv) != "" && (e.procs.netns.Load() || self != theirs) {
 		t.Errorf("without user namespaces: netns %v, child's %s, worker's %s", e.procs.netns.Load(), theirs, self)
 	}
