@@ -564,10 +564,16 @@ func TestTextSpread(t *testing.T) {
 
 // TestConcurrent: more callers than instances, each gets its own answer.
 func TestConcurrent(t *testing.T) {
-	e := engine(t)
+	callAtOnce(t, engine(t), 8)
+}
+
+// callAtOnce has callers ask e for a text of their own at once, and checks
+// that each gets its own.
+func callAtOnce(t *testing.T, e *Engine, callers int) {
+	t.Helper()
 	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for i := range 8 {
+	errs := make(chan error, callers)
+	for i := range callers {
 		wg.Go(func() {
 			want := fmt.Sprintf("caller %d", i)
 			got, err := e.Text(context.Background(), textPDF(612, 792, []string{want}), nil)

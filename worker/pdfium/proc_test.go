@@ -244,27 +244,7 @@ func TestChildGarbage(t *testing.T) {
 func TestChildConcurrent(t *testing.T) {
 	e := childEngine(t)
 	for _, callers := range []int{e.cfg.Instances, 4 * e.cfg.Instances} {
-		t.Run(fmt.Sprint(callers), func(t *testing.T) {
-			var wg sync.WaitGroup
-			errs := make(chan error, callers)
-			for i := range callers {
-				wg.Go(func() {
-					want := fmt.Sprintf("caller %d", i)
-					got, err := e.Text(context.Background(), textPDF(612, 792, []string{want}), nil)
-					if err == nil && got != want+"\n\f" {
-						err = fmt.Errorf("got %q, want %q", got, want)
-					}
-					errs <- err
-				})
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				if err != nil {
-					t.Error(err)
-				}
-			}
-		})
+		t.Run(fmt.Sprint(callers), func(t *testing.T) { callAtOnce(t, e, callers) })
 	}
 }
 

@@ -6,11 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/docrender/docrender/pkg/testenv/ledger"
 	"github.com/docrender/docrender/proto/jobspb"
 	"github.com/docrender/docrender/worker/egress"
 	"github.com/docrender/docrender/worker/pdfedit"
@@ -46,7 +46,7 @@ func TestDumpJoinParts(t *testing.T) {
 	defer cancel()
 	f := &dumpFarm{localFarm: newLocalFarm(), t: t, dir: dir, cancel: cancel}
 	start := time.Now()
-	_, err := r.RenderWith(ctx, egress.Bundle{"index.html": []byte(longLedger(pages))}, rj, 30*time.Minute, Options{Farm: f})
+	_, err := r.RenderWith(ctx, egress.Bundle{"index.html": []byte(ledger.HTML(pages))}, rj, 30*time.Minute, Options{Farm: f})
 	t.Logf("render stopped after %v: %v", time.Since(start), err)
 	if f.total == 0 || f.dumped != f.total {
 		t.Fatalf("dumped %d of %d slices", f.dumped, f.total)
@@ -105,21 +105,4 @@ func (f *dumpFarm) Finish(ctx context.Context, s Slice, pdf []byte) error {
 		f.cancel()
 	}
 	return f.localFarm.Finish(ctx, s, pdf)
-}
-
-// longLedger is bench/cmd/longdoc's ledger of about pages A4 pages.
-func longLedger(pages int) string {
-	var b strings.Builder
-	b.WriteString(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Ledger</title>
-<style>body{font:11px sans-serif} td,th{border-bottom:1px solid #ccc;padding:2px 6px} h2{break-before:page}</style></head><body><h1>Ledger</h1>`)
-	rows := pages * 52
-	for s := 0; s*500 < rows; s++ {
-		fmt.Fprintf(&b, `<h2 id="s%d">Section %d</h2><table><thead><tr><th>#</th><th>Date</th><th>Account</th><th>Description</th><th>Amount</th></tr></thead><tbody>`, s, s+1)
-		for i := s * 500; i < min(rows, (s+1)*500); i++ {
-			fmt.Fprintf(&b, "<tr><td>%d</td><td>2026-11-%02d</td><td>ACC-%04d</td><td>Line item number %d of the ledger</td><td>%d.%02d</td></tr>", i+1, i%28+1, i*7%10000, i+1, i*13%1000, i%100)
-		}
-		b.WriteString("</tbody></table>")
-	}
-	b.WriteString(`</body></html>`)
-	return b.String()
 }

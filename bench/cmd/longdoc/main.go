@@ -22,26 +22,9 @@ import (
 	"time"
 
 	"github.com/docrender/docrender/bench/internal/benchapi"
+	"github.com/docrender/docrender/pkg/testenv/ledger"
 	"github.com/docrender/docrender/worker/pdfium"
 )
-
-// ledger is an account statement of about pages A4 pages: sections of 500
-// lines, each section starting on a new page, in tables whose head repeats.
-func ledger(pages int) string {
-	var b strings.Builder
-	b.WriteString(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Ledger</title>
-<style>body{font:11px sans-serif} td,th{border-bottom:1px solid #ccc;padding:2px 6px} h2{break-before:page}</style></head><body><h1>Ledger</h1>`)
-	rows := pages * 52
-	for s := 0; s*500 < rows; s++ {
-		fmt.Fprintf(&b, `<h2 id="s%d">Section %d</h2><table><thead><tr><th>#</th><th>Date</th><th>Account</th><th>Description</th><th>Amount</th></tr></thead><tbody>`, s, s+1)
-		for i := s * 500; i < min(rows, (s+1)*500); i++ {
-			fmt.Fprintf(&b, "<tr><td>%d</td><td>2026-11-%02d</td><td>ACC-%04d</td><td>Line item number %d of the ledger</td><td>%d.%02d</td></tr>", i+1, i%28+1, i*7%10000, i+1, i*13%1000, i%100)
-		}
-		b.WriteString("</tbody></table>")
-	}
-	b.WriteString(`</body></html>`)
-	return b.String()
-}
 
 var pageRe = regexp.MustCompile(`/Type\s*/Page[^s]`)
 
@@ -89,7 +72,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench longdoc:", err)
 		os.Exit(1)
 	}
-	html := ledger(*pages)
+	html := ledger.HTML(*pages)
 	footer := `"headerTemplate":"<span></span>","footerTemplate":"<div style=\"font-size:8px;margin:auto\">Page <span class=\"pageNumber\"></span> of <span class=\"totalPages\"></span></div>"`
 	fmt.Printf("a ledger of ~%d pages with a \"Page i of n\" footer, c=1\n", *pages)
 	fmt.Printf("%-9s %-28s | %9s %6s %8s | %-13s | %s\n", "tagged", "printed", "seconds", "pages", "MB", "vs one piece", "peak RSS MiB: service (workers) + Chromium | Chromium's cores")
