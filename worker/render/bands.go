@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html"
 	"strings"
+	"sync"
 
 	"github.com/docrender/docrender/worker/browser"
 	"github.com/docrender/docrender/worker/pdfedit"
@@ -163,3 +164,81 @@ func bandsHTML(n int, title string) string {
 
 // bandsLaidJS counts the bands document's pages as written.
 const bandsLaidJS = `() => document.body.childElementCount`
+
+// spreadBands is the fewest pages whose bands are printed by two tabs at
+// once (printBandsSpread): below it a second tab's start costs more than
+// half the print saves.
+var spreadBands = 200
+
+// printBandsSpread is printBands, the pages in two halves when the worker
+// has a second slot: the first half in t, the second in another tab of
+// the pool at the same time, or in t after the first when no tab is free
+// by then (another job has it). The bands print after the last slice, on
+// the whole job's way: ~1.7 ms a page, the second largest step of a split
+// after the slices (docs/benchmarks.md).
+func (r *Renderer) printBandsSpread(ctx context.Context, t *browser.Tab, req printParams, b bands) ([]byte, error) {
+	if b.pages < spreadBands || r.SplitSlots < 2 || b.from != 0 || b.to != 0 {
+		return printBands(ctx, t, req, b)
+	}
+	first, second := b, b
+	first.from, first.to = 1, b.pages/2
+	second.from, second.to = b.pages/2+1, b.pages
+	var (
+		mu     sync.Mutex
+		taken  bool
+		other  []byte
+		err2   error
+		helper sync.WaitGroup
+	)
+	take := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		ok := !taken
+		taken = true
+		return ok
+	}
+	waitCtx, stopWaiting := context.WithCancel(ctx)
+	defer stopWaiting()
+	helper.Go(func() {
+		defer func() {
+			if p := recover(); p != nil {
+				mu.Lock()
+				err2 = fmt.Errorf("%w: bands: panic: %v", ErrPage, p)
+				mu.Unlock()
+			}
+		}()
+		_ = r.Pool.TabFor(waitCtx, "", func(st *browser.Tab) error {
+			if !take() {
+				return nil
+			}
+			pdf, err := printBands(ctx, st, req, second)
+			mu.Lock()
+			other, err2 = pdf, err
+			mu.Unlock()
+			return nil
+		})
+	})
+	// A tab's work is bound to the context it was lent under (waitCtx):
+	// stopping the wait stops a helper's print too, so it is stopped only
+	// when the helper has not taken the second half, or on failure.
+	one, err := printBands(ctx, t, req, first)
+	switch {
+	case err != nil:
+		stopWaiting()
+	case take():
+		// No tab came: this one prints the second half too.
+		stopWaiting()
+		other, err2 = printBands(ctx, t, req, second)
+	}
+	helper.Wait()
+	if err == nil {
+		err = err2
+	}
+	if err == nil && other == nil {
+		err = fmt.Errorf("%w: bands %d-%d not printed", ErrPage, second.from, second.to)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return joinBands(ctx, [][]byte{one, other}, b.pages)
+}

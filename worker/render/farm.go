@@ -12,6 +12,7 @@ import (
 	"github.com/docrender/docrender/proto/jobspb"
 	"github.com/docrender/docrender/worker/browser"
 	"github.com/docrender/docrender/worker/egress"
+	"github.com/docrender/docrender/worker/pdfedit"
 )
 
 // Slices on several workers (DESIGN §10: "on several workers when scaled
@@ -72,81 +73,63 @@ const farmPoll = 100 * time.Millisecond
 // gone. The job never waits for a tab it needs, and a panic in any tab is
 // that slice's error.
 func (r *Renderer) printSlices(ctx context.Context, t *browser.Tab, htmls []string, job splitJob, req printParams) ([][]byte, error) {
-	farm := job.farm
-	if farm == nil {
-		farm = newLocalFarm()
+	return r.startSlices(ctx, htmls, job, req).finish(t, job.report)
+}
+
+// sliceRun is the printing of one page's slices: started (startSlices)
+// before the job's tab joins it (finish), so that the other tabs print
+// while the job's tab still loads its own slice (a page cut before
+// loading, cut.go: its first slice is the job's page).
+type sliceRun struct {
+	r      *Renderer
+	ctx    context.Context
+	cancel context.CancelFunc
+	job    splitJob
+	req    printParams
+	farm   SliceFarm
+	slices []Slice
+
+	mu    sync.Mutex
+	parts [][]byte
+	first error // the first failure, which stops every printer
+	// heard are the collectors of the slices printed in other tabs, with
+	// what their hooks found, for the job's report (a page cut before
+	// loading).
+	heard []heardSlice
+	// pages is how many pages the slices printed so far have.
+	pages int
+
+	stopWaiting context.CancelFunc
+	helpers     sync.WaitGroup
+	finished    bool
+}
+
+type heardSlice struct {
+	c      *collector
+	hooked *jobspb.Report
+}
+
+// startSlices offers the slices to the farm and starts the pool's other
+// tabs printing them.
+func (r *Renderer) startSlices(ctx context.Context, htmls []string, job splitJob, req printParams) *sliceRun {
+	run := &sliceRun{r: r, job: job, req: req, farm: job.farm, slices: make([]Slice, len(htmls)), parts: make([][]byte, len(htmls))}
+	if run.farm == nil {
+		run.farm = newLocalFarm()
 	}
-	slices := make([]Slice, len(htmls))
 	for i, h := range htmls {
-		slices[i] = Slice{Index: i, Key: sliceKey(i, h), HTML: h}
+		run.slices[i] = Slice{Index: i, Key: sliceKey(i, h), HTML: h}
 	}
-	defer farm.Close(context.WithoutCancel(ctx))
 	deadline, _ := ctx.Deadline()
-	if err := farm.Offer(ctx, slices, job.rj, deadline); err != nil {
+	if err := run.farm.Offer(ctx, run.slices, job.rj, deadline); err != nil {
 		// Nobody else prints them: this worker's tabs do.
 		r.log().WarnContext(ctx, "split: slices not offered to other workers", "err", err)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		mu    sync.Mutex
-		parts = make([][]byte, len(slices))
-		first error // the first failure, which stops every printer
-	)
-	fail := func(err error) {
-		mu.Lock()
-		if first == nil {
-			first = err
-		}
-		mu.Unlock()
-		cancel()
-	}
-	printed := func(i int) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return parts[i] != nil
-	}
-	// printHere claims s and prints it in tab, unless another printer has it.
-	printHere := func(tab *browser.Tab, s Slice) (err error) {
-		defer func() {
-			if p := recover(); p != nil {
-				err = fmt.Errorf("%w: slice %d: panic: %v", ErrPage, s.Index+1, p)
-			}
-		}()
-		ok, err := farm.Claim(ctx, s)
-		if err != nil || !ok {
-			return err
-		}
-		pdf, err := printSlice(ctx, tab, job, s.HTML, req)
-		if err != nil {
-			farm.Release(context.WithoutCancel(ctx), s)
-			return fmt.Errorf("slice %d: %w", s.Index+1, err)
-		}
-		mu.Lock()
-		parts[s.Index] = pdf
-		mu.Unlock()
-		// The job has the PDF: a store that fails to keep it for a retry
-		// of the job costs that retry a print, not this job its answer.
-		if err := farm.Finish(ctx, s, pdf); err != nil {
-			r.log().WarnContext(ctx, "split: a printed slice not kept for a retry", "slice", s.Index+1, "err", err)
-		}
-		return nil
-	}
-	walk := func(tab *browser.Tab) error {
-		for i := len(slices) - 1; i >= 0 && ctx.Err() == nil; i-- {
-			if !printed(i) {
-				if err := printHere(tab, slices[i]); err != nil {
-					return err
-				}
-			}
-		}
-		return ctx.Err()
-	}
+	run.ctx, run.cancel = context.WithCancel(ctx)
 	// Helpers wait for a tab until the job's tab is done (waiting ends then).
-	waitCtx, stopWaiting := context.WithCancel(ctx)
-	var helpers sync.WaitGroup
-	for range min(len(slices), max(r.SplitSlots, 2)) - 1 {
-		helpers.Go(func() {
+	waitCtx, stopWaiting := context.WithCancel(run.ctx)
+	run.stopWaiting = stopWaiting
+	for range min(len(run.slices), max(r.SplitSlots, 2)) - 1 {
+		run.helpers.Go(func() {
 			defer func() {
 				// The pool's own panic (a slice's is printHere's): logged, the
 				// slices go on in the other tabs.
@@ -155,28 +138,163 @@ func (r *Renderer) printSlices(ctx context.Context, t *browser.Tab, htmls []stri
 				}
 			}()
 			_ = r.Pool.TabFor(waitCtx, "", func(st *browser.Tab) error {
-				if err := walk(st); err != nil {
-					fail(err)
+				if err := run.walk(st, -1); err != nil {
+					run.fail(err)
 				}
 				return nil
 			})
 		})
 	}
-	if err := walk(t); err != nil {
-		fail(err)
-	} else if err := r.collect(ctx, farm, slices, printed, func(s Slice) error { return printHere(t, s) }, func(i int, pdf []byte) {
-		mu.Lock()
-		parts[i] = pdf
-		mu.Unlock()
+	return run
+}
+
+func (run *sliceRun) fail(err error) {
+	run.mu.Lock()
+	if run.first == nil {
+		run.first = err
+	}
+	run.mu.Unlock()
+	run.cancel()
+}
+
+func (run *sliceRun) printed(i int) bool {
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	return run.parts[i] != nil
+}
+
+// printHere claims s and prints it in tab, unless another printer has it;
+// loaded: tab holds s loaded already (the job's page).
+func (run *sliceRun) printHere(tab *browser.Tab, s Slice, loaded bool) (err error) {
+	ctx := run.ctx
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: slice %d: panic: %v", ErrPage, s.Index+1, p)
+		}
+	}()
+	ok, err := run.farm.Claim(ctx, s)
+	if err != nil || !ok {
+		return err
+	}
+	var pdf []byte
+	if loaded {
+		pdf, err = printPDF(ctx, tab.Page(), run.req, nil)
+	} else {
+		var heard *collector
+		var hooked *jobspb.Report
+		pdf, heard, hooked, err = run.r.printSlice(ctx, tab, run.job, s.HTML, run.req)
+		if heard != nil {
+			run.mu.Lock()
+			run.heard = append(run.heard, heardSlice{heard, hooked})
+			run.mu.Unlock()
+		}
+	}
+	if err != nil {
+		run.farm.Release(context.WithoutCancel(ctx), s)
+		return fmt.Errorf("slice %d: %w", s.Index+1, err)
+	}
+	if max := run.job.maxPages; max > 0 {
+		// Past the account's pages already: the other slices need not
+		// print for the job to fail.
+		n, err := pdfedit.PageCount(ctx, pdf)
+		if err != nil {
+			return fmt.Errorf("%w: slice %d: count pages: %v", ErrPage, s.Index+1, err)
+		}
+		run.mu.Lock()
+		run.pages += n
+		over := run.pages > max
+		run.mu.Unlock()
+		if over {
+			return tooManyPages(max)
+		}
+	}
+	run.mu.Lock()
+	run.parts[s.Index] = pdf
+	run.mu.Unlock()
+	// The job has the PDF: a store that fails to keep it for a retry
+	// of the job costs that retry a print, not this job its answer.
+	if err := run.farm.Finish(ctx, s, pdf); err != nil {
+		run.r.log().WarnContext(ctx, "split: a printed slice not kept for a retry", "slice", s.Index+1, "err", err)
+	}
+	return nil
+}
+
+// walk prints in tab the slices nobody has, from the last; first the
+// slice tab has loaded already (loaded; -1: none). The first slice of a
+// page cut before loading is the job's tab's alone: its load is the job's
+// page, heard by the job's report.
+func (run *sliceRun) walk(tab *browser.Tab, loaded int) error {
+	if loaded >= 0 {
+		if err := run.printHere(tab, run.slices[loaded], true); err != nil {
+			return err
+		}
+	}
+	lowest := 0
+	if run.job.cut != nil {
+		lowest = 1
+	}
+	for i := len(run.slices) - 1; i >= lowest && run.ctx.Err() == nil; i-- {
+		if !run.printed(i) {
+			if err := run.printHere(tab, run.slices[i], false); err != nil {
+				return err
+			}
+		}
+	}
+	return run.ctx.Err()
+}
+
+// finish prints in t (the job's tab) what is left, waits for the other
+// printers and returns the slices' PDFs in order. A page cut before
+// loading has its first slice loaded in t, and what the other slices'
+// tabs heard goes into report, the job's collector.
+func (run *sliceRun) finish(t *browser.Tab, report *collector) ([][]byte, error) {
+	loaded := -1
+	if run.job.cut != nil {
+		loaded = 0
+	}
+	if err := run.walk(t, loaded); err != nil {
+		run.fail(err)
+	} else if err := run.r.collect(run.ctx, run.farm, run.slices, run.printed, func(s Slice) error { return run.printHere(t, s, false) }, func(i int, pdf []byte) {
+		run.mu.Lock()
+		run.parts[i] = pdf
+		run.mu.Unlock()
 	}); err != nil {
-		fail(err)
+		run.fail(err)
 	}
-	stopWaiting()
-	helpers.Wait()
-	if first != nil {
-		return nil, first
+	run.end(false)
+	if report != nil {
+		for _, h := range run.heard {
+			report.absorb(h.c, h.hooked)
+		}
 	}
-	return parts, nil
+	if run.first != nil {
+		return nil, run.first
+	}
+	return run.parts, nil
+}
+
+// stop ends a run its job's tab never finished (the job failed before):
+// its printers are stopped and waited for. A no-op after finish.
+func (run *sliceRun) stop() { run.end(true) }
+
+// end ends the run once: the helpers stop waiting for tabs and are waited
+// for (stopped first when abort: when finished, every slice is printed
+// and a helper is only leaving its walk), the farm closed.
+func (run *sliceRun) end(abort bool) {
+	run.mu.Lock()
+	done := run.finished
+	run.finished = true
+	run.mu.Unlock()
+	if done {
+		return
+	}
+	if abort {
+		run.cancel()
+	}
+	run.stopWaiting()
+	run.helpers.Wait()
+	run.cancel()
+	run.farm.Close(context.WithoutCancel(run.ctx))
 }
 
 // collect waits for the slices printed elsewhere, keeps each with keep,
@@ -301,7 +419,7 @@ func (r *Renderer) PrintSlice(ctx context.Context, b egress.Bundle, rj *jobspb.R
 			return err
 		}
 		var err error
-		pdf, err = printSlice(ctx, t, job, html, req)
+		pdf, _, _, err = r.printSlice(ctx, t, job, html, req)
 		return err
 	})
 	return pdf, err

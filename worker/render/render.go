@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
@@ -148,6 +149,21 @@ func (r *Renderer) RenderWith(ctx context.Context, b egress.Bundle, rj *jobspb.R
 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+
+	// A page that asks for slices is cut before any tab loads it (cut.go):
+	// the job's tab loads its first slice as the job's page.
+	// The other slices print in the pool's other tabs meanwhile.
+	cut := r.cutSource(ctx, b, entry, rj, opts, warmable)
+	var run *sliceRun
+	if cut != nil {
+		req := printRequest(page, pr, margins)
+		req.maxBytes = r.MaxOutputBytes
+		run = r.startSlices(ctx, cut.Slices, splitJob{bundle: b, entry: entry, rj: rj, cut: cut, maxPages: int(rj.GetMaxPages())}, sliceRequest(req))
+		defer run.stop()
+		b = maps.Clone(b)
+		b[entry] = []byte(cut.Slices[0])
+		html, static = cut.Slices[0], len(cut.Slices[0]) <= maxWrittenHTML
+	}
 	var out []byte
 	prog := &progress{start: time.Now()}
 	var report *collector
@@ -187,7 +203,9 @@ func (r *Renderer) RenderWith(ctx context.Context, b egress.Bundle, rj *jobspb.R
 			// A long page without scripts or page references prints in slices
 			// (split.go, DESIGN §10).
 			slices := 0
-			if r.SplitPages > 0 && (static || fetch == nil && noScripts()) && kept == nil && !refs && req.PageRanges == "" && pr.GetSplit() != jobspb.Split_SPLIT_OFF {
+			if cut != nil {
+				slices = len(cut.Slices)
+			} else if r.SplitPages > 0 && (static || fetch == nil && noScripts()) && kept == nil && !refs && req.PageRanges == "" && pr.GetSplit() != jobspb.Split_SPLIT_OFF {
 				estimate, err := estimatePages(p, req)
 				if err != nil {
 					return err
@@ -214,7 +232,7 @@ func (r *Renderer) RenderWith(ctx context.Context, b egress.Bundle, rj *jobspb.R
 			if slices > 0 {
 				var n int
 				out, n, err = r.printSplit(ctx, t, site, slices, splitJob{bundle: b, entry: entry, rj: rj, req: req, fonts: margins.fonts,
-					outline: pr.GetOutline(), maxPages: int(rj.GetMaxPages()), farm: opts.Farm})
+					outline: pr.GetOutline(), maxPages: int(rj.GetMaxPages()), farm: opts.Farm, cut: cut, report: c, run: run})
 				if errors.Is(err, errUnsplittable) {
 					r.log().DebugContext(ctx, "split: the page cannot be cut; printed in one piece", "slices_asked", slices)
 					err = nil

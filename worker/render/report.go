@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -90,6 +91,49 @@ type collector struct {
 	files []string
 	// Totals, beyond what the lists keep.
 	nFailed, nConsole, nFiles int
+	// slices is what the other slices of a page cut before loading
+	// (cut.go) found in their own tabs (absorb): refused requests and
+	// images without alternative text, their addresses relative already.
+	slices struct {
+		blocked, noAlt   []string
+		nBlocked, nNoAlt int
+	}
+}
+
+// absorb adds to c what o heard, the collector of another slice of the
+// same page loaded in a tab of its own (cut.go), and what that slice's
+// hooks found (hooked): the page's report covers every slice, and its
+// checks fail on a request any slice lost.
+func (c *collector) absorb(o *collector, hooked *jobspb.Report) {
+	f := o.findings()
+	noAlt := hooked.GetImagesWithoutAlt()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nFailed += f.nFailed
+	c.nConsole += f.nConsole
+	for _, r := range f.report.FailedRequests {
+		if len(c.failed) < maxReportEntries {
+			c.failed = append(c.failed, r)
+		}
+	}
+	for _, m := range f.report.ConsoleErrors {
+		if len(c.console) < maxReportEntries {
+			c.console = append(c.console, m)
+		}
+	}
+	c.slices.nBlocked += f.nBlocked
+	c.slices.blocked = appendUpTo(c.slices.blocked, f.report.BlockedRequests, maxReportEntries)
+	c.slices.nNoAlt += max(int(hooked.GetImagesWithoutAltTotal()), len(noAlt))
+	for _, u := range noAlt {
+		if len(c.slices.noAlt) < maxReportEntries {
+			c.slices.noAlt = append(c.slices.noAlt, truncate(o.site.Relative(u)))
+		}
+	}
+}
+
+// appendUpTo appends more to list while it holds fewer than n.
+func appendUpTo(list, more []string, n int) []string {
+	return append(list, more[:max(0, min(len(more), n-len(list)))]...)
 }
 
 // startCollector starts listening to page's events for the job served at
@@ -259,7 +303,8 @@ func (c *collector) findings() findings {
 		rep.BlockedRequests = append(rep.BlockedRequests, truncate(c.site.Relative(c.blockedURL(r))))
 	}
 	rep.BlockedRequests = append(rep.BlockedRequests, c.files[:min(len(c.files), maxReportEntries-len(rep.BlockedRequests))]...)
-	f := findings{report: rep, nFailed: c.nFailed, nBlocked: len(refused) + c.nFiles, nConsole: c.nConsole}
+	rep.BlockedRequests = appendUpTo(rep.BlockedRequests, c.slices.blocked, maxReportEntries)
+	f := findings{report: rep, nFailed: c.nFailed, nBlocked: len(refused) + c.nFiles + c.slices.nBlocked, nConsole: c.nConsole}
 	rep.BlockedTotal, rep.FailedTotal, rep.ConsoleErrorsTotal = int32(f.nBlocked), int32(f.nFailed), int32(f.nConsole)
 	return f
 }
@@ -339,6 +384,10 @@ func (c *collector) output(pdf []byte, elapsed time.Duration, pr *jobspb.Print, 
 	f.report.RenderMs = elapsed.Milliseconds()
 	noAlt := hooked.GetImagesWithoutAlt()
 	f.nNoAlt = max(int(hooked.GetImagesWithoutAltTotal()), len(noAlt))
+	c.mu.Lock()
+	f.nNoAlt += c.slices.nNoAlt
+	noAlt = append(slices.Clip(noAlt), c.slices.noAlt...) // relative already: Relative leaves them be
+	c.mu.Unlock()
 	err := f.check(pr)
 	if err != nil && !pr.GetFailOnAccessibilityErrors() {
 		// The render failed on other checks: images without alternative

@@ -211,6 +211,15 @@ type splitJob struct {
 	// farm shares the slices with other workers (farm.go); nil: this
 	// worker's tabs print them all.
 	farm SliceFarm
+	// cut is the plan of a page cut before loading (cut.go), whose first
+	// slice the job's tab has loaded; nil: the tab holds the whole page,
+	// planJS cuts it. report is the job's collector, which the other
+	// slices' tabs add what they heard to.
+	cut    *slicePlan
+	report *collector
+	// run is the printing of a cut page's slices, started before the
+	// job's tab loaded the first (startSlices).
+	run *sliceRun
 }
 
 // sliceRequest is how the slices of a page printed as req are printed:
@@ -227,16 +236,24 @@ func sliceRequest(req printParams) printParams {
 // it printed. errUnsplittable: print it in one piece.
 func (r *Renderer) printSplit(ctx context.Context, t *browser.Tab, site egress.Site, k int, job splitJob) ([]byte, int, error) {
 	start := time.Now()
-	var plan *slicePlan
-	if err := browser.Evaluate(t.Page(), planJS, &plan, k); err != nil {
-		return nil, 0, fmt.Errorf("%w: plan slices: %v", ErrPage, err)
+	plan := job.cut
+	if plan == nil {
+		if err := browser.Evaluate(t.Page(), planJS, &plan, k); err != nil {
+			return nil, 0, fmt.Errorf("%w: plan slices: %v", ErrPage, err)
+		}
 	}
 	if plan == nil || len(plan.Slices) < 2 {
 		return nil, 0, errUnsplittable
 	}
 	req := sliceRequest(job.req)
 	planned := time.Since(start)
-	parts, err := r.printSlices(ctx, t, plan.Slices, job, req)
+	var parts [][]byte
+	var err error
+	if job.run != nil {
+		parts, err = job.run.finish(t, job.report)
+	} else {
+		parts, err = r.printSlices(ctx, t, plan.Slices, job, req)
+	}
 	if err != nil {
 		return nil, 0, err
 	}
@@ -261,7 +278,7 @@ func (r *Renderer) printSplit(ctx context.Context, t *browser.Tab, site egress.S
 			}
 		}
 		var err error
-		band, err = printBands(ctx, t, job.req, bands{pages: pages, title: plan.Title, url: site.HomeURL(job.entry), fonts: job.fonts})
+		band, err = r.printBandsSpread(ctx, t, job.req, bands{pages: pages, title: plan.Title, url: site.HomeURL(job.entry), fonts: job.fonts})
 		if err != nil {
 			return nil, 0, err
 		}
@@ -286,11 +303,15 @@ func (r *Renderer) printSplit(ctx context.Context, t *browser.Tab, site egress.S
 // printSlice serves a slice as the job's entry file, with the job's other
 // files, to t's lane, loads it (written into the tab, or navigated to when
 // too large to be written or the tab navigated already: a slice has no
-// scripts either way) and prints it.
-func printSlice(ctx context.Context, t *browser.Tab, job splitJob, html string, req printParams) ([]byte, error) {
+// scripts either way) and prints it. A slice of a page cut before loading
+// (job.cut) is a page the hooks have not run on and no report has heard:
+// it is waited for and hooked as the job's page is, and what its tab
+// heard (the collector, finished) and its hooks found are returned for the
+// job's report.
+func (r *Renderer) printSlice(ctx context.Context, t *browser.Tab, job splitJob, html string, req printParams) (_ []byte, heard *collector, hooked *jobspb.Report, _ error) {
 	lane, ok := t.Lane().(fileServer)
 	if !ok {
-		return nil, fmt.Errorf("render: tab lane %T serves no files", t.Lane())
+		return nil, nil, nil, fmt.Errorf("render: tab lane %T serves no files", t.Lane())
 	}
 	b := maps.Clone(job.bundle)
 	b[job.entry] = []byte(html)
@@ -299,28 +320,50 @@ func printSlice(ctx context.Context, t *browser.Tab, job splitJob, html string, 
 	written := len(html) <= maxWrittenHTML && !t.Scripted()
 	site, unserve := lane.Serve(b, written)
 	defer unserve()
+	selectors := []string{}
+	if job.cut != nil {
+		heard = startCollector(ctx, t.Page(), site)
+		defer heard.close()
+		selectors = r.selectors()
+	}
 	if job.rj.GetPrint().GetMediaScreen() {
 		// Another tab than the job's has the print media type still.
 		if err := t.EmulateMedia("screen"); err != nil {
-			return nil, fmt.Errorf("%w: media: %v", ErrPage, err)
+			return nil, nil, nil, fmt.Errorf("%w: media: %v", ErrPage, err)
 		}
 	}
 	var matched []bool
 	if written {
-		if err := t.Open(site.HomeURL(job.entry), html, loadedJS, &matched, []string{}); err != nil {
-			return nil, fmt.Errorf("%w: open slice: %v", ErrPage, err)
+		if err := t.Open(site.HomeURL(job.entry), html, loadedJS, &matched, selectors); err != nil {
+			return nil, nil, nil, fmt.Errorf("%w: open slice: %v", ErrPage, err)
 		}
 	} else {
 		if err := t.Navigate(site.URL(job.entry)); err != nil {
-			return nil, fmt.Errorf("%w: navigate to slice: %v", ErrPage, err)
+			return nil, nil, nil, fmt.Errorf("%w: navigate to slice: %v", ErrPage, err)
 		}
-		if err := browser.Evaluate(t.Page(), loadedJS, &matched, []string{}); err != nil {
-			return nil, fmt.Errorf("%w: load slice: %v", ErrPage, err)
+		if err := browser.Evaluate(t.Page(), loadedJS, &matched, selectors); err != nil {
+			return nil, nil, nil, fmt.Errorf("%w: load slice: %v", ErrPage, err)
+		}
+	}
+	hooked = &jobspb.Report{}
+	if heard != nil {
+		if err := waitFor(ctx, t.Page(), job.rj.GetPrint()); err != nil {
+			return nil, nil, nil, err
+		}
+		for i, h := range r.Hooks {
+			if i < len(matched) && matched[i] {
+				if err := h.Run(ctx, t.Page(), hooked); err != nil {
+					return nil, nil, nil, err
+				}
+			}
 		}
 	}
 	pdf, err := printPDF(ctx, t.Page(), req, nil)
 	if err != nil {
-		return nil, fmt.Errorf("slice of %d bytes: %w", len(html), err)
+		return nil, nil, nil, fmt.Errorf("slice of %d bytes: %w", len(html), err)
 	}
-	return pdf, nil
+	if heard != nil {
+		heard.finish(ctx, t.Scripted())
+	}
+	return pdf, heard, hooked, nil
 }
