@@ -81,8 +81,7 @@ func TestSplitAcrossWorkers(t *testing.T) {
 		deadline := time.Now().Add(60 * time.Second)
 		for time.Now().Before(deadline) {
 			for i, w := range workers {
-				if strings.Count(w.out.String(), `"msg":"printing slice"`) > strings.Count(w.out.String(), `"msg":"slice printed"`)+
-					strings.Count(w.out.String(), `"msg":"slice not printed here`) {
+				if printingSlice(w.out.String()) {
 					_ = w.cmd.Process.Kill()
 					killed <- i
 					return
@@ -128,3 +127,21 @@ func ledgerInOrder(t testing.TB, pdf []byte, sections int) {
 }
 
 var rowRe = regexp.MustCompile(`^S\d+R\d+$`)
+
+// sliceLog is a worker's log line about a slice job: its message and job.
+var sliceLog = regexp.MustCompile(`"msg":"(printing slice|slice printed|slice not printed here[^"]*)".*?"job_id":"([^"]+)"`)
+
+// printingSlice reports whether a worker's log shows a slice it started
+// printing and has not finished (by job, not by count: a slice job of an
+// earlier request may be turned away late, after its job ended).
+func printingSlice(log string) bool {
+	open := map[string]bool{}
+	for _, m := range sliceLog.FindAllStringSubmatch(log, -1) {
+		if m[1] == "printing slice" {
+			open[m[2]] = true
+		} else {
+			delete(open, m[2])
+		}
+	}
+	return len(open) > 0
+}
