@@ -558,14 +558,29 @@ func (d *lazyDoc) reachable(root, info int) (final []int32, count int, err error
 // header version version to w.
 func (d *lazyDoc) write(w io.Writer, final []int32, count, root, info int, version string) error {
 	size := len(final)
-	var buf []byte
 	toFinal := func(nr int) int {
 		if nr <= 0 || nr >= size || final[nr] == 0 {
 			return -1
 		}
 		return int(final[nr])
 	}
+	nrs := make([]int, 0, count)
+	for nr, f := range final {
+		if f != 0 {
+			nrs = append(nrs, nr)
+		}
+	}
+	return d.writeObjs(w, nrs, toFinal, toFinal(root), toFinal(info), version)
+}
 
+// writeObjs writes the objects nrs (provisional numbers; parsed ones from
+// d.x, the others copied from their part) as objects 1, 2, … in that
+// order, each reference renumbered by toFinal (which must give object
+// nrs[i] the number i+1, -1 for null), and the trailer naming root and
+// info (final numbers; info < 1: none), as a PDF of header version
+// version to w.
+func (d *lazyDoc) writeObjs(w io.Writer, nrs []int, toFinal func(int) int, root, info int, version string) error {
+	var buf []byte
 	bw := bufio.NewWriterSize(w, 1<<20)
 	var pos int64
 	put := func(b []byte) {
@@ -573,11 +588,10 @@ func (d *lazyDoc) write(w io.Writer, final []int32, count, root, info int, versi
 		pos += int64(n)
 	}
 	put([]byte("%PDF-" + version + "\n%\xe2\xe3\xcf\xd3\n"))
+	count := len(nrs) + 1
 	offsets := make([]int64, count)
-	for nr, f := range final {
-		if f == 0 {
-			continue
-		}
+	for i, nr := range nrs {
+		f := i + 1
 		offsets[f] = pos
 		buf = strconv.AppendInt(buf[:0], int64(f), 10)
 		buf = append(buf, " 0 obj\n"...)
@@ -588,7 +602,9 @@ func (d *lazyDoc) write(w io.Writer, final []int32, count, root, info int, versi
 		} else {
 			p, n := d.part(nr)
 			var o lazyObj
-			if o, err = p.locate(n); err == nil {
+			if p == nil {
+				err = fmt.Errorf("object %d: not in its part", nr)
+			} else if o, err = p.locate(n); err == nil {
 				buf, err = p.rewrite(buf[:0], o, func(ref int) int {
 					if ref <= 0 || ref >= len(p.offs) || p.offs[ref] == 0 {
 						return -1
@@ -618,9 +634,9 @@ func (d *lazyDoc) write(w io.Writer, final []int32, count, root, info int, versi
 		put(buf)
 	}
 	id := md5.Sum(fmt.Appendf(nil, "%d %d %d", count, xref, time.Now().UnixNano()))
-	buf = fmt.Appendf(buf[:0], "trailer\n<</Size %d/Root %d 0 R", count, toFinal(root))
-	if info > 0 && toFinal(info) > 0 {
-		buf = fmt.Appendf(buf, "/Info %d 0 R", toFinal(info))
+	buf = fmt.Appendf(buf[:0], "trailer\n<</Size %d/Root %d 0 R", count, root)
+	if info > 0 {
+		buf = fmt.Appendf(buf, "/Info %d 0 R", info)
 	}
 	buf = fmt.Appendf(buf, "/ID[<%X><%X>]>>\nstartxref\n%d\n%%%%EOF\n", id, id, xref)
 	put(buf)

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu"
@@ -90,17 +91,15 @@ func parseTool(ctx context.Context, data []byte, cmd model.CommandMode) (*model.
 	return pc, nil
 }
 
-// parseUntagged is parseTool for a tool whose output does not carry the
-// input's structure tags (Split): the structure tree is taken out of the
-// catalog before pdfcpu validates the document, so it is not walked. In a
-// Chromium-made tagged PDF its elements are most objects (2,901 of 3,130
-// in 50 pages) and validating them a third of Split's time; pdfcpu still
-// parses them (it reads every object), and a broken tree no longer
-// refuses a document that splits well. Otherwise as readPDF.
-func parseUntagged(ctx context.Context, data []byte, cmd model.CommandMode) (pc *model.Context, err error) {
-	if err := checkInflation(ctx, data); err != nil {
-		return nil, err
-	}
+// readUntagged is parseTool, the inflation of data checked by the caller,
+// for a tool whose output does not carry the input's structure tags
+// (Split): the structure tree is taken out of the catalog before pdfcpu
+// validates the document, so it is not walked. In a Chromium-made tagged
+// PDF its elements are most objects (2,901 of 3,130 in 50 pages) and
+// validating them a third of Split's time; pdfcpu still parses them (it
+// reads every object), and a broken tree no longer refuses a document
+// that splits well. Otherwise as readPDF.
+func readUntagged(ctx context.Context, data []byte, cmd model.CommandMode) (pc *model.Context, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			pc = nil
@@ -141,7 +140,10 @@ func parseUntagged(ctx context.Context, data []byte, cmd model.CommandMode) (pc 
 // Each part keeps its pages' content, resources, annotations and form
 // fields, named destinations to its own pages, and the document's Info
 // (title, author, ...); outlines, structure tags and XMP are not carried
-// over (pdfcpu's page extraction builds a new catalog).
+// over (pdfcpu's page extraction builds a new catalog). A PDF in the layout
+// Chromium writes is split without pdfcpu reading all of it, its parts
+// copied as bytes (split_lazy.go); anything that path is unsure of goes to
+// pdfcpu.
 //
 // An option the input cannot satisfy (a page 0, a reversed range, a page
 // past the last, more than maxParts parts, parts over 512 MiB together) is
@@ -178,22 +180,20 @@ func Split(ctx context.Context, in io.ReadSeeker, ranges string, every int, maxP
 	if err != nil {
 		return nil, fmt.Errorf("pdfedit: read input: %w", err)
 	}
-	pc, err := parseUntagged(ctx, data, model.SPLIT)
+	if err := checkInflation(ctx, data); err != nil {
+		return nil, err
+	}
+	// Chromium's layout is copied as bytes (split_lazy.go); anything else,
+	// or anything that path is unsure of, is read by pdfcpu.
+	if parts, ok, err := splitLazy(ctx, data, spans, every, maxParts); ok {
+		return parts, err
+	}
+	pc, err := readUntagged(ctx, data, model.SPLIT)
 	if err != nil {
 		return nil, err
 	}
-	n := pc.PageCount
-	field := "ranges"
-	if every > 0 {
-		field = "every"
-		if parts := (n + every - 1) / every; parts > maxParts {
-			return nil, &OptionError{Field: "every", Problem: fmt.Sprintf("%d pages every %d make %d files; a split makes at most %d", n, every, parts, maxParts)}
-		}
-		for first := 1; first <= n; first += every {
-			spans = append(spans, pdfopts.PageRange{First: first, Last: min(first+every-1, n)})
-		}
-	}
-	if err := pastLast(field, spans, n); err != nil {
+	spans, field, err := splitSpans(spans, every, pc.PageCount, maxParts)
+	if err != nil {
 		return nil, err
 	}
 
@@ -208,7 +208,7 @@ func Split(ctx context.Context, in io.ReadSeeker, ranges string, every int, maxP
 			return nil, err
 		}
 		if i > 0 && reread {
-			if pc, err = parseUntagged(ctx, data, model.SPLIT); err != nil {
+			if pc, err = readUntagged(ctx, data, model.SPLIT); err != nil {
 				return nil, err
 			}
 		}
@@ -226,6 +226,26 @@ func Split(ctx context.Context, in io.ReadSeeker, ranges string, every int, maxP
 		parts = append(parts, out.Bytes())
 	}
 	return parts, nil
+}
+
+// splitSpans is the parts of a split of a document of n pages: ranges
+// (spans) as given, or every pages each; an *OptionError naming the field
+// ("ranges" or "every") when the document cannot be split so.
+func splitSpans(ranges []pdfopts.PageRange, every, n, maxParts int) (spans []pdfopts.PageRange, field string, err error) {
+	spans, field = slices.Clone(ranges), "ranges"
+	if every > 0 {
+		field = "every"
+		if parts := (n + every - 1) / every; parts > maxParts {
+			return nil, field, &OptionError{Field: "every", Problem: fmt.Sprintf("%d pages every %d make %d files; a split makes at most %d", n, every, parts, maxParts)}
+		}
+		for first := 1; first <= n; first += every {
+			spans = append(spans, pdfopts.PageRange{First: first, Last: min(first+every-1, n)})
+		}
+	}
+	if err := pastLast(field, spans, n); err != nil {
+		return nil, field, err
+	}
+	return spans, field, nil
 }
 
 // extractTo writes a new document of pc's pages (in the order given, each
