@@ -198,20 +198,13 @@ func numbered(base string, n int, number func(int) int, ext string) []string {
 	return names
 }
 
-// zipOutput makes out the ZIP of files under names.
+// zipOutput makes out the ZIP of files under names, stored (storedZip).
 func zipOutput(out *toolOutput, names []string, files [][]byte) (*toolOutput, error) {
-	var buf bytes.Buffer
-	zw := newZipWriter(&buf)
-	now := time.Now()
-	for i, f := range files {
-		if err := addZipEntry(zw, names[i], bytes.NewReader(f), now); err != nil {
-			return nil, err
-		}
+	data, err := storedZip(names, files, time.Now())
+	if err != nil {
+		return nil, err
 	}
-	if err := zw.Close(); err != nil {
-		return nil, fmt.Errorf("worker: zip: %w", err)
-	}
-	out.data = buf.Bytes()
+	out.data = data
 	out.meta.ContentType = "application/zip"
 	out.meta.Files = int32(len(files))
 	return out, nil

@@ -281,6 +281,14 @@ func (s *pdfSniffer) notPDF() string {
 // generate upload's name-keyed bundle refuses. The client's names are kept
 // for error messages.
 func readMergeParts(c echo.Context, blobs blob.Store, prefix string, record *recordParts) (*mergeUpload, error) {
+	return readFileParts(c, blobs, prefix, record, true)
+}
+
+// readFileParts is readMergeParts; with hash false no file is hashed and
+// sums stays empty, for a route that makes no fingerprint of its upload
+// (the one-PDF routes: no Idempotency-Key). SHA-256 reads at ~1.5 GB/s
+// here: 0.5 ms of a 0.7 MB tool request, 35 ms of a 50 MB one.
+func readFileParts(c echo.Context, blobs blob.Store, prefix string, record *recordParts, hash bool) (*mergeUpload, error) {
 	up := &mergeUpload{parts: record}
 	form, err := readForm(c, func(ctx context.Context, name, mimeType string, r io.Reader) error {
 		// The names are labels only, but they travel in the job.
@@ -292,8 +300,11 @@ func readMergeParts(c echo.Context, blobs blob.Store, prefix string, record *rec
 		}
 		key := fmt.Sprintf("%s%04d.pdf", prefix, len(up.keys))
 		sn := &pdfSniffer{r: r}
-		// Each file's SHA-256 goes into the request's fingerprint (DESIGN §4.20).
-		cr := &countingReader{r: sn, sum: sha256.New()}
+		// With hash, each file's SHA-256 goes into the request's fingerprint (DESIGN §4.20).
+		cr := &countingReader{r: sn}
+		if hash {
+			cr.sum = sha256.New()
+		}
 		if err := blobs.Put(ctx, key, cr, -1); err != nil {
 			if cr.err != nil {
 				return bodyError(cr.err)
@@ -306,7 +317,9 @@ func readMergeParts(c echo.Context, blobs blob.Store, prefix string, record *rec
 		up.keys = append(up.keys, key)
 		up.names = append(up.names, name)
 		up.notPDF = append(up.notPDF, sn.notPDF())
-		up.sums = append(up.sums, hex.EncodeToString(cr.sum.Sum(nil)))
+		if hash {
+			up.sums = append(up.sums, hex.EncodeToString(cr.sum.Sum(nil)))
+		}
 		up.received = append(up.received, uploadedFile{Name: name, MimeType: mimeType})
 		return nil
 	}, record)

@@ -210,7 +210,8 @@ func (s *Server) readOnePDF(c echo.Context, prefix string, record *recordParts) 
 		return nil, apierr.Bad("Expected multipart/form-data with the PDF under the key \"files\".").
 			WithHint("curl -F files=@document.pdf ...")
 	}
-	up, err := readMergeParts(c, s.Blobs, prefix, record)
+	// No fingerprint of a one-PDF upload is made: its bytes are not hashed.
+	up, err := readFileParts(c, s.Blobs, prefix, record, false)
 	if err != nil {
 		return nil, err
 	}
