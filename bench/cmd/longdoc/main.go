@@ -86,6 +86,10 @@ func main() {
 				continue
 			}
 			opts := fmt.Sprintf(`{"split":%v,"tagged":%v,%s}`, split, tagged, footer)
+			// The pool cleans the tab of the previous print after it answered
+			// (a thousand-page document takes its renderer seconds to tear
+			// down): each print starts on an idle browser.
+			waitIdle()
 			runtime.GC()
 			stopPeak := peakRSS(procs)
 			cpu0 := chromiumCPU()
@@ -237,6 +241,18 @@ func chromiumCPU() time.Duration {
 		}
 	}
 	return time.Duration(ticks) * time.Second / 100 // USER_HZ
+}
+
+// waitIdle waits (up to a minute) until Chromium's processes together use
+// under a tenth of a core over half a second.
+func waitIdle() {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+		before := chromiumCPU()
+		time.Sleep(500 * time.Millisecond)
+		if chromiumCPU()-before < 50*time.Millisecond {
+			return
+		}
+	}
 }
 
 // chromiumRSS sums the resident memory of every Chromium process (shared
