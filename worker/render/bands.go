@@ -201,16 +201,26 @@ func (r *Renderer) printBandsSpread(ctx context.Context, t *browser.Tab, req pri
 	defer stopWaiting()
 	helper.Go(func() {
 		defer func() {
+			// The pool's own panic: logged; the job's tab prints the half
+			// if the helper had not taken it.
 			if p := recover(); p != nil {
-				mu.Lock()
-				err2 = fmt.Errorf("%w: bands: panic: %v", ErrPage, p)
-				mu.Unlock()
+				r.log().ErrorContext(ctx, "bands: waiting for a tab panicked", "panic", p)
 			}
 		}()
-		_ = r.Pool.TabFor(waitCtx, "", func(st *browser.Tab) error {
+		_ = r.Pool.TabFor(waitCtx, "", func(st *browser.Tab) (err error) {
 			if !take() {
 				return nil
 			}
+			defer func() {
+				// A panic printing is the half's error, and the tab goes
+				// back to the pool as any failed job's does.
+				if p := recover(); p != nil {
+					err = fmt.Errorf("%w: bands: panic: %v", ErrPage, p)
+					mu.Lock()
+					err2 = err
+					mu.Unlock()
+				}
+			}()
 			pdf, err := printBands(ctx, st, req, second)
 			mu.Lock()
 			other, err2 = pdf, err
@@ -228,7 +238,10 @@ func (r *Renderer) printBandsSpread(ctx context.Context, t *browser.Tab, req pri
 	case take():
 		// No tab came: this one prints the second half too.
 		stopWaiting()
-		other, err2 = printBands(ctx, t, req, second)
+		pdf, err := printBands(ctx, t, req, second)
+		mu.Lock()
+		other, err2 = pdf, err
+		mu.Unlock()
 	}
 	helper.Wait()
 	if err == nil {

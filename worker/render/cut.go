@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"iter"
 	"path"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
@@ -36,12 +38,28 @@ import (
 // attributes, for selectors of one element: h2, .chapter, #s4, section.x),
 // else before a heading, else at the first block past the share.
 
+// Bounds on a source cut here (every byte is a tenant's): the elements
+// parsed into a tree in the worker's memory (~112 bytes each; a larger
+// page is cut after loading, as before), the break rules kept from its
+// CSS, the headings given to the outline and the text of each title.
+const (
+	maxCutElements = 1 << 20
+	maxBreakRules  = 10_000
+	maxCutHeadings = 10_000
+	maxTitleBytes  = 1 << 10
+	// replacedWeight is what an image, a canvas or an embedded object
+	// weighs in a slice's share, in bytes of source: about a page's worth
+	// of a dense ledger, so that a page of scans is not one slice of
+	// thousands of pages (Chromium fails such a print).
+	replacedWeight = 6 << 10
+)
+
 // cutHTML cuts src, the job's entry page entry (without scripts), into
-// about k slices, as planJS does the loaded page; files are the job's
-// files (its linked stylesheets are read for page breaks).
+// slices for slots render slots, as planJS does the loaded page; files
+// are the job's files (its linked stylesheets are read for page breaks).
 // errUnsplittable: the source cannot be cut.
-func cutHTML(src string, files egress.Bundle, entry string, k int) (*slicePlan, error) {
-	if k < 2 {
+func cutHTML(ctx context.Context, src string, files egress.Bundle, entry string, slots int) (*slicePlan, error) {
+	if strings.Count(src, "<") > maxCutElements {
 		return nil, errUnsplittable
 	}
 	doc, err := html.Parse(strings.NewReader(src))
@@ -49,11 +67,11 @@ func cutHTML(src string, files egress.Bundle, entry string, k int) (*slicePlan, 
 		return nil, errUnsplittable
 	}
 	var head, body *html.Node
-	for n := range doc.Descendants() {
-		if n.Type == html.ElementNode && n.DataAtom == atom.Head && head == nil {
+	for n := range elements(doc) {
+		if n.DataAtom == atom.Head && head == nil {
 			head = n
 		}
-		if n.Type == html.ElementNode && n.DataAtom == atom.Body {
+		if n.DataAtom == atom.Body {
 			body = n
 			break
 		}
@@ -62,11 +80,9 @@ func cutHTML(src string, files egress.Bundle, entry string, k int) (*slicePlan, 
 		return nil, errUnsplittable
 	}
 	breaks := &breakRules{}
+	read := map[string]bool{}
 	ids := map[string]bool{}
-	for n := range doc.Descendants() {
-		if n.Type != html.ElementNode {
-			continue
-		}
+	for n := range elements(doc) {
 		if id, ok := attr(n, "id"); ok {
 			ids[id] = true
 		}
@@ -76,33 +92,34 @@ func cutHTML(src string, files egress.Bundle, entry string, k int) (*slicePlan, 
 		}
 		switch n.DataAtom {
 		case atom.Style:
-			breaks.add(textOf(n))
+			breaks.add(textOf(n, -1))
 		case atom.Link:
-			if css, ok := stylesheet(n, files, entry); ok {
+			if name, css, ok := stylesheet(n, files, entry); ok && !read[name] {
+				read[name] = true
 				breaks.add(css)
 			}
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	plan := &slicePlan{}
 	if head != nil {
-		for n := range head.Descendants() {
-			if n.Type == html.ElementNode && n.DataAtom == atom.Title {
-				plan.Title = collapse(textOf(n))
+		for n := range elements(head) {
+			if n.DataAtom == atom.Title {
+				plan.Title = collapse(textOf(n, maxTitleBytes))
 				break
 			}
 		}
 	}
 	fresh := 0
 	targets := map[string]bool{}
-	for n := range body.Descendants() {
-		if n.Type != html.ElementNode {
-			continue
-		}
+	for n := range elements(body) {
 		level := headingLevel(n)
-		if level == 0 {
+		if level == 0 || len(plan.Headings) >= maxCutHeadings {
 			continue
 		}
-		title := collapse(textOf(n))
+		title := collapse(textOf(n, maxTitleBytes))
 		if title == "" {
 			continue
 		}
@@ -124,13 +141,15 @@ func cutHTML(src string, files egress.Bundle, entry string, k int) (*slicePlan, 
 	for id := range linkedIDs(body) {
 		targets[id] = true
 	}
-
-	share := max(size(body)/k, 1)
+	total := size(body)
+	k := cutCount(total, slots)
+	share := max(total/k, 1)
 	var units, shells []*html.Node
 	var visit func(el *html.Node, depth int)
 	visit = func(el *html.Node, depth int) {
 		for c := el.FirstChild; c != nil; c = c.NextSibling {
-			if c.Type != html.ElementNode || c.DataAtom == atom.Script || c.DataAtom == atom.Template {
+			if c.Type != html.ElementNode || c.DataAtom == atom.Script || c.DataAtom == atom.Template || pageWide(c) {
+				// Kept in every slice.
 				continue
 			}
 			if depth < 4 && size(c) > share {
@@ -154,6 +173,9 @@ func cutHTML(src string, files egress.Bundle, entry string, k int) (*slicePlan, 
 	if len(units) < 2 {
 		return nil, errUnsplittable
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	tops := make([]int, len(units))
 	at := 0
 	for i, u := range units {
@@ -161,22 +183,28 @@ func cutHTML(src string, files egress.Bundle, entry string, k int) (*slicePlan, 
 		at += size(u)
 	}
 	forced := func(u *html.Node) bool {
-		if breaks.before(u) {
+		if breaks.breaksBefore(u) {
 			return true
 		}
 		prev := u.PrevSibling
 		for prev != nil && prev.Type != html.ElementNode {
 			prev = prev.PrevSibling
 		}
-		return prev != nil && breaks.after(prev)
+		return prev != nil && breaks.breaksAfter(prev)
 	}
-	cuts := cutPoints(tops, share, k, func(j int) bool { return forced(units[j]) }, func(j int) bool { return headingLevel(units[j]) > 0 })
+	spanned := rowsSpanned(shells)
+	cuts := cutPoints(tops, share, k, func(j int) bool { return forced(units[j]) }, func(j int) bool { return headingLevel(units[j]) > 0 },
+		func(j int) bool { return !spanned[units[j]] })
 	if len(cuts) == 0 {
 		return nil, errUnsplittable
 	}
 	bounds := append(append([]int{0}, cuts...), len(units))
+	sorted := sortedKeys(targets)
 	for s := 0; s+1 < len(bounds); s++ {
-		out, err := renderSlice(doc, body, units, shells, bounds[s], bounds[s+1], targets)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		out, err := renderSlice(doc, body, units, shells, bounds[s], bounds[s+1], sorted)
 		if err != nil {
 			return nil, err
 		}
@@ -185,11 +213,87 @@ func cutHTML(src string, files egress.Bundle, entry string, k int) (*slicePlan, 
 	return plan, nil
 }
 
-// cutPoints picks where the slices start (indexes into units, ascending):
-// near (i+1) shares down the source, a forced break within half a share
-// the nearest, else a heading within half a share the nearest, else the
-// first unit at or past the share.
-func cutPoints(tops []int, share, k int, forced, heading func(int) bool) []int {
+// elements yields the elements under n in document order, not those
+// inside a <template>: its content is not the page's (no heading, ID or
+// link of it is shown).
+func elements(n *html.Node) iter.Seq[*html.Node] {
+	return func(yield func(*html.Node) bool) {
+		var walk func(n *html.Node) bool
+		walk = func(n *html.Node) bool {
+			for c := n.FirstChild; c != nil; c = c.NextSibling {
+				if c.Type != html.ElementNode {
+					continue
+				}
+				if !yield(c) {
+					return false
+				}
+				if c.DataAtom != atom.Template && !walk(c) {
+					return false
+				}
+			}
+			return true
+		}
+		walk(n)
+	}
+}
+
+// pageWide reports whether el, in the body, serves the whole page rather
+// than its place in it: styles, metadata, image maps, an SVG of
+// definitions only (sprites, gradients): it stays in every slice.
+func pageWide(el *html.Node) bool {
+	switch el.DataAtom {
+	case atom.Style, atom.Link, atom.Meta, atom.Base, atom.Map:
+		return true
+	case atom.Svg:
+		for c := el.FirstChild; c != nil; c = c.NextSibling {
+			if c.Type != html.ElementNode {
+				continue
+			}
+			switch c.Data {
+			case "defs", "symbol", "title", "desc", "style":
+			default:
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// rowsSpanned are the rows of the shells' tables that a cell of an
+// earlier row spans into: a slice starting there would shift its cells.
+func rowsSpanned(shells []*html.Node) map[*html.Node]bool {
+	spanned := map[*html.Node]bool{}
+	for _, t := range shells {
+		if t.DataAtom != atom.Table {
+			continue
+		}
+		reach := 0 // rows still covered by a rowspan above
+		for _, r := range tableRows(t) {
+			if reach > 0 {
+				spanned[r] = true
+				reach--
+			}
+			for c := r.FirstChild; c != nil; c = c.NextSibling {
+				if c.Type != html.ElementNode {
+					continue
+				}
+				if v, ok := attr(c, "rowspan"); ok {
+					if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n > 1 {
+						reach = max(reach, min(n, 65534)-1)
+					}
+				}
+			}
+		}
+	}
+	return spanned
+}
+
+// cutPoints picks where the slices start (indexes into units, ascending,
+// each allowed): near (i+1) shares down the source, a forced break within
+// half a share the nearest, else a heading within half a share the
+// nearest, else the first unit at or past the share.
+func cutPoints(tops []int, share, k int, forced, heading, allowed func(int) bool) []int {
 	var cuts []int
 	from := 1
 	for i := 1; i < k && from < len(tops); i++ {
@@ -197,6 +301,9 @@ func cutPoints(tops []int, share, k int, forced, heading func(int) bool) []int {
 		at, best, head := -1, -1, -1
 		near := func(j, than int) bool { return than < 0 || abs(tops[j]-want) < abs(tops[than]-want) }
 		for j := from; j < len(tops) && tops[j] <= want+slack; j++ {
+			if !allowed(j) {
+				continue
+			}
 			if at < 0 && tops[j] >= want {
 				at = j
 			}
@@ -216,7 +323,7 @@ func cutPoints(tops []int, share, k int, forced, heading func(int) bool) []int {
 		}
 		if at < 0 {
 			for j := from; j < len(tops); j++ {
-				if tops[j] >= want {
+				if tops[j] >= want && allowed(j) {
 					at = j
 					break
 				}
@@ -246,7 +353,7 @@ type detached struct {
 // renderSlice writes the document with only units lo to hi-1 in it (and
 // the shells that still hold some), the hidden links and stand-ins planJS
 // adds, then puts the tree back as it was.
-func renderSlice(doc, body *html.Node, units, shells []*html.Node, lo, hi int, targets map[string]bool) (string, error) {
+func renderSlice(doc, body *html.Node, units, shells []*html.Node, lo, hi int, targets []string) (string, error) {
 	var gone []detached
 	take := func(n *html.Node) {
 		gone = append(gone, detached{n: n, parent: n.Parent, next: n.NextSibling})
@@ -268,16 +375,14 @@ func renderSlice(doc, body *html.Node, units, shells []*html.Node, lo, hi int, t
 		}
 	}
 	held := map[string]bool{}
-	for n := range body.Descendants() {
-		if n.Type == html.ElementNode {
-			if id, ok := attr(n, "id"); ok {
-				held[id] = true
-			}
+	for n := range elements(body) {
+		if id, ok := attr(n, "id"); ok {
+			held[id] = true
 		}
 	}
 	refs := &html.Node{Type: html.ElementNode, Data: "div", DataAtom: atom.Div, Attr: []html.Attribute{
 		{Key: "aria-hidden", Val: "true"}, {Key: "data-docrender-refs"}, {Key: "style", Val: "display:none !important"}}}
-	for _, id := range sortedKeys(targets) {
+	for _, id := range targets {
 		if held[id] {
 			refs.AppendChild(&html.Node{Type: html.ElementNode, Data: "a", DataAtom: atom.A, Attr: []html.Attribute{
 				{Key: "href", Val: "#" + encodeURIComponent(id)}, {Key: "tabindex", Val: "-1"}}})
@@ -309,6 +414,10 @@ func size(n *html.Node) int {
 		return len(n.Data)
 	case html.ElementNode:
 		s := 2*len(n.Data) + 5
+		switch n.DataAtom {
+		case atom.Img, atom.Svg, atom.Canvas, atom.Video, atom.Iframe, atom.Object, atom.Embed:
+			s += replacedWeight
+		}
 		for _, a := range n.Attr {
 			s += len(a.Key) + len(a.Val) + 4
 		}
@@ -406,12 +515,15 @@ func setAttr(n *html.Node, key, val string) {
 	n.Attr = append(n.Attr, html.Attribute{Key: key, Val: val})
 }
 
-// textOf is n's textContent.
-func textOf(n *html.Node) string {
+// textOf is n's textContent, its first max bytes (max < 0: all).
+func textOf(n *html.Node, max int) string {
 	var b strings.Builder
 	for d := range n.Descendants() {
 		if d.Type == html.TextNode {
 			b.WriteString(d.Data)
+			if max >= 0 && b.Len() >= max {
+				return strings.ToValidUTF8(b.String()[:max], "")
+			}
 		}
 	}
 	return b.String()
@@ -422,8 +534,8 @@ func collapse(s string) string { return strings.Join(strings.Fields(s), " ") }
 // linkedIDs are the IDs the links under root point to (href="#id").
 func linkedIDs(root *html.Node) map[string]bool {
 	ids := map[string]bool{}
-	for n := range root.Descendants() {
-		if n.Type != html.ElementNode || n.DataAtom != atom.A {
+	for n := range elements(root) {
+		if n.DataAtom != atom.A {
 			continue
 		}
 		href, _ := attr(n, "href")
@@ -487,19 +599,39 @@ func decodeURIComponent(s string) (string, error) {
 		b.WriteByte(byte(v))
 		i += 2
 	}
+	if !utf8.ValidString(b.String()) {
+		// JavaScript's throws: planJS kept the fragment as written.
+		return "", fmt.Errorf("render: %q is not UTF-8 escaped", s)
+	}
 	return b.String(), nil
 }
 
 // breakRules are the page's rules that force a page break before or
-// after an element, for selectors of one element.
+// after an element, for selectors of one element, indexed by the id,
+// class or tag each needs (a unit is matched against its own keys' rules
+// only). Past maxBreakRules the page's CSS is not read for breaks at all
+// (cuts fall before headings instead): a hostile sheet costs no more.
 type breakRules struct {
-	beforeSel, afterSel []simpleSelector
+	before, after map[string][]simpleSelector
+	n             int
+	off           bool
 }
 
 // simpleSelector is tag, .class, #id or a compound of them.
 type simpleSelector struct {
 	tag, id string
 	classes []string
+}
+
+// key is where s is indexed: its id, else its first class, else its tag.
+func (s simpleSelector) key() string {
+	switch {
+	case s.id != "":
+		return "#" + s.id
+	case len(s.classes) > 0:
+		return "." + s.classes[0]
+	}
+	return s.tag
 }
 
 var (
@@ -512,17 +644,19 @@ var (
 	simpleSelRegex = regexp.MustCompile(`^([a-zA-Z][a-zA-Z0-9-]*)?((?:[.#][a-zA-Z_-][a-zA-Z0-9_-]*)*)$`)
 )
 
-// stylesheet is the text of the job's file a <link rel=stylesheet> names.
-func stylesheet(link *html.Node, files egress.Bundle, entry string) (string, bool) {
+// stylesheet is the name and text of the job's file a <link
+// rel=stylesheet> names.
+func stylesheet(link *html.Node, files egress.Bundle, entry string) (name, css string, ok bool) {
 	rel, _ := attr(link, "rel")
 	href, _ := attr(link, "href")
 	if !slices.Contains(strings.Fields(strings.ToLower(rel)), "stylesheet") || href == "" || strings.Contains(href, ":") || strings.HasPrefix(href, "/") {
-		return "", false
+		return "", "", false
 	}
 	href, _, _ = strings.Cut(href, "#")
 	href, _, _ = strings.Cut(href, "?")
-	css, ok := files[path.Join(path.Dir(entry), href)]
-	return string(css), ok
+	name = path.Join(path.Dir(entry), href)
+	data, ok := files[name]
+	return name, string(data), ok
 }
 
 // maxCutDepth bounds the nesting of a page cut here (the walks recurse):
@@ -552,6 +686,9 @@ func tooDeep(n *html.Node, max int) bool {
 
 // add reads the rules of a stylesheet's text.
 func (r *breakRules) add(css string) {
+	if r.off {
+		return
+	}
 	css = cssComment.ReplaceAllString(css, "")
 	for _, m := range cssRule.FindAllStringSubmatch(css, -1) {
 		for _, d := range breakDecl.FindAllStringSubmatch(m[2], -1) {
@@ -560,11 +697,18 @@ func (r *breakRules) add(css string) {
 				if !ok {
 					continue
 				}
-				if strings.EqualFold(d[2], "before") {
-					r.beforeSel = append(r.beforeSel, s)
-				} else {
-					r.afterSel = append(r.afterSel, s)
+				if r.n++; r.n > maxBreakRules {
+					r.off, r.before, r.after = true, nil, nil
+					return
 				}
+				side := &r.after
+				if strings.EqualFold(d[2], "before") {
+					side = &r.before
+				}
+				if *side == nil {
+					*side = map[string][]simpleSelector{}
+				}
+				(*side)[s.key()] = append((*side)[s.key()], s)
 			}
 		}
 	}
@@ -616,7 +760,7 @@ func (s simpleSelector) matches(n *html.Node) bool {
 	return true
 }
 
-func (r *breakRules) forces(n *html.Node, sels []simpleSelector, side string) bool {
+func (r *breakRules) forces(n *html.Node, rules map[string][]simpleSelector, side string) bool {
 	if style, ok := attr(n, "style"); ok {
 		for _, d := range breakDecl.FindAllStringSubmatch(style, -1) {
 			if strings.EqualFold(d[2], side) {
@@ -624,23 +768,38 @@ func (r *breakRules) forces(n *html.Node, sels []simpleSelector, side string) bo
 			}
 		}
 	}
-	for _, s := range sels {
-		if s.matches(n) {
-			return true
+	if len(rules) == 0 {
+		return false
+	}
+	keys := []string{n.Data}
+	if id, ok := attr(n, "id"); ok {
+		keys = append(keys, "#"+id)
+	}
+	if class, ok := attr(n, "class"); ok {
+		for _, c := range strings.Fields(class) {
+			keys = append(keys, "."+c)
+		}
+	}
+	for _, k := range keys {
+		for _, s := range rules[k] {
+			if s.matches(n) {
+				return true
+			}
 		}
 	}
 	return false
 }
 
-func (r *breakRules) before(n *html.Node) bool { return r.forces(n, r.beforeSel, "before") }
-func (r *breakRules) after(n *html.Node) bool  { return r.forces(n, r.afterSel, "after") }
+func (r *breakRules) breaksBefore(n *html.Node) bool { return r.forces(n, r.before, "before") }
+func (r *breakRules) breaksAfter(n *html.Node) bool  { return r.forces(n, r.after, "after") }
 
 // sliceBytes is the share of a page's source one slice of a page cut
 // before loading is cut for, at most: ~700 pages of a dense ledger, within
 // what one Chromium print does (a 5,700-page one fails).
 const sliceBytes = 4 << 20
 
-// cutCount is how many slices a source of n bytes is cut into: a multiple
+// cutCount is how many slices a body of n bytes (replaced elements
+// weighed as a page each) is cut into: a multiple
 // of the slots (slices that cannot all print at once leave a slot idle
 // while the last ones print), each of at most sliceBytes.
 func cutCount(n, slots int) int {
@@ -666,7 +825,7 @@ func (r *Renderer) cutSource(ctx context.Context, b egress.Bundle, entry string,
 	if !ok {
 		return nil
 	}
-	plan, err := cutHTML(src, b, entry, cutCount(len(src), r.SplitSlots))
+	plan, err := cutHTML(ctx, src, b, entry, r.SplitSlots)
 	if err != nil {
 		r.log().DebugContext(ctx, "split: the source cannot be cut; the page loads whole", "err", err)
 		return nil

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/docrender/docrender/pkg/testenv/ledger"
 	"github.com/docrender/docrender/proto/jobspb"
@@ -46,14 +47,20 @@ func TestCutHTML(t *testing.T) {
 		{name: "children of a long container", k: 2,
 			src:  `<body><main class="m">` + blocks("section", 60, 0, "") + `</main></body>`,
 			want: [][]string{{`<main class="m">`, "block 0 "}, {`<main class="m">`, "block 59 "}}},
+		{name: "page-wide elements in every slice, a template's heading not in the outline", k: 2,
+			src: `<body><style>p{color:red}</style><svg><defs><linearGradient id="g"/></defs></svg><template><h1>Hidden</h1></template>` +
+				blocks("p", 40, 0, "") + blocks("p", 40, 40, "") + `</body>`,
+			want: [][]string{{"<style>", `<linearGradient id="g">`, "<template>", "block 0 "}, {"<style>", `<linearGradient id="g">`, "<template>", "block 79 "}}},
+		{name: "not under a rowspan", k: 2,
+			src:  `<body><table><tbody>` + blocks("tr", 39, 0, "td") + `<tr><td rowspan="4">SPAN</td><td>x</td></tr>` + blocks("tr", 3, 40, "td") + blocks("tr", 40, 43, "td") + `</tbody></table></body>`,
+			want: [][]string{{"block 0 ", "SPAN", "block 42 "}, {"block 43 ", "block 82 "}}},
 		{name: "text straight in the body", k: 2, src: `<body>text` + blocks("p", 10, 0, "") + `</body>`},
 		{name: "one block", k: 2, src: `<body><div>` + strings.Repeat("x", 1000) + `</div></body>`},
-		{name: "one slice asked", k: 1, src: long},
 		{name: "nested past Chromium's depth", k: 2, src: `<body>` + strings.Repeat("<div>", 600) + blocks("p", 10, 0, "") + `</body>`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			plan, err := cutHTML(tc.src, tc.files, "index.html", tc.k)
+			plan, err := cutHTML(context.Background(), tc.src, tc.files, "index.html", tc.k)
 			if tc.want == nil {
 				if err != errUnsplittable {
 					t.Fatalf("cut: %v, want errUnsplittable", err)
@@ -97,7 +104,7 @@ func TestCutHTMLLinks(t *testing.T) {
 	src := `<!doctype html><html><head><title> A   ledger </title></head><body>` +
 		`<h1>Top</h1><p><a href="#far%20away">to the end</a></p>` + blocks("p", 60, 0, "") +
 		`<h2 id="docrender-h-1">Taken</h2>` + blocks("p", 60, 60, "") + `<h2 id="far away">End</h2></body></html>`
-	plan, err := cutHTML(src, nil, "index.html", 2)
+	plan, err := cutHTML(context.Background(), src, nil, "index.html", 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,6 +127,86 @@ func TestCutHTMLLinks(t *testing.T) {
 	}
 	if !strings.Contains(second, `<a href="#far%20away" tabindex="-1">`) || !strings.Contains(first, `<a href="#docrender-h-2" tabindex="-1">`) {
 		t.Error("hidden links to the held targets missing")
+	}
+}
+
+// TestCutHTMLBounds: what a hostile page makes the cut do stays bounded:
+// past maxBreakRules its CSS is not read for breaks, titles are cut
+// short, a fragment that is not UTF-8 escaped links as written, images
+// weigh as pages (a page of scans is cut into slices of about 700), a
+// page of too many elements is not cut here, a done context stops it.
+func TestCutHTMLBounds(t *testing.T) {
+	ctx := context.Background()
+	var css strings.Builder
+	for i := range maxBreakRules + 1 {
+		fmt.Fprintf(&css, ".c%d{break-before:page}", i)
+	}
+	body := blocks("p", 30, 0, "") + `<p class="c3">C3</p>` + blocks("p", 50, 31, "")
+	for _, tc := range []struct {
+		css     string
+		atBreak bool
+	}{{".c3{break-before:page}", true}, {css.String(), false}} {
+		plan, err := cutHTML(ctx, `<head><style>`+tc.css+`</style></head><body>`+body+`</body>`, nil, "index.html", 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(plan.Slices[1], "C3"); got != tc.atBreak {
+			t.Errorf("%d bytes of CSS: cut at the break %v, want %v", len(tc.css), got, tc.atBreak)
+		}
+	}
+
+	long := strings.Repeat("x", 5000)
+	src := `<head><title>` + long + `</title></head><body><h1>` + long + `</h1>` + blocks("p", 40, 0, "") + `<p><a href="#%E9t%E9">bad</a></p></body>`
+	plan, err := cutHTML(ctx, src, nil, "index.html", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Title) != maxTitleBytes || len(plan.Headings[0].Title) != maxTitleBytes {
+		t.Errorf("title %d bytes, heading %d, want %d", len(plan.Title), len(plan.Headings[0].Title), maxTitleBytes)
+	}
+	for _, sl := range plan.Slices {
+		if !utf8.ValidString(sl) {
+			t.Error("a slice is not UTF-8")
+		}
+	}
+
+	var scans strings.Builder
+	for i := range 12_000 {
+		fmt.Fprintf(&scans, `<img src="s%d.jpg">`, i)
+	}
+	if plan, err = cutHTML(ctx, "<body>"+scans.String()+"</body>", nil, "index.html", 2); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(plan.Slices); n < 12_000/800 || n%2 != 0 {
+		t.Errorf("12,000 images cut into %d slices, want at least 15, a multiple of 2", n)
+	}
+
+	if _, err := cutHTML(ctx, "<body>"+strings.Repeat("<i></i>", maxCutElements)+"</body>", nil, "index.html", 2); err != errUnsplittable {
+		t.Errorf("too many elements: %v, want errUnsplittable", err)
+	}
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := cutHTML(done, ledger.HTML(40), nil, "index.html", 2); err != context.Canceled {
+		t.Errorf("done context: %v", err)
+	}
+}
+
+// checkCutReport checks the report of TestCutSlicesInTabs's page: each
+// missing file once, the stylesheet every slice asked for too.
+func checkCutReport(t *testing.T, out Output) {
+	t.Helper()
+	rep := out.Report
+	var failed []string
+	for _, f := range rep.FailedRequests {
+		failed = append(failed, f.Url)
+	}
+	slices.Sort(failed)
+	if want := []string{"missing-1.png", "missing-2.png", "missing-3.png", "missing-4.png", "missing-bg.png"}; !slices.Equal(failed, want) || rep.FailedTotal != 5 {
+		t.Errorf("failed requests %q (total %d), want %q", failed, rep.FailedTotal, want)
+	}
+	noAlt := slices.Sorted(slices.Values(rep.ImagesWithoutAlt))
+	if want := []string{"missing-1.png", "missing-2.png", "missing-3.png", "missing-4.png"}; !slices.Equal(noAlt, want) || rep.ImagesWithoutAltTotal != 4 {
+		t.Errorf("images without alt %q (total %d), want %q", noAlt, rep.ImagesWithoutAltTotal, want)
 	}
 }
 
@@ -161,7 +248,7 @@ func TestCutSlicesInTabs(t *testing.T) {
 	spreadBands = 2
 
 	var b strings.Builder
-	b.WriteString(`<!doctype html><html><head><title>Cut</title><style>h2{break-before:page}</style></head><body>`)
+	b.WriteString(`<!doctype html><html><head><title>Cut</title><style>h2{break-before:page;background-image:url(missing-bg.png)}</style></head><body>`)
 	for s := 1; s <= 4; s++ {
 		fmt.Fprintf(&b, `<h2>Part %d</h2><img src="missing-%d.png" width="10" height="10">`, s, s)
 		b.WriteString(blocks("p", 30, s*100, ""))
@@ -174,12 +261,22 @@ func TestCutSlicesInTabs(t *testing.T) {
 		rj := &jobspb.RenderJob{Entry: "index.html", Page: a4, Print: pr, MaxPages: int32(maxPages)}
 		return r.Render(context.Background(), egress.Bundle{"index.html": []byte(b.String())}, rj, 60*time.Second)
 	}
+	// Four slots' worth of slices on two tabs: the job's tab prints more
+	// than the first, each heard once.
+	for _, slots := range []int{4, 2} {
+		r.SplitSlots = slots
+		out, err := render(&jobspb.Print{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Report.Slices != int32(slots) {
+			t.Errorf("%d slices, want %d", out.Report.Slices, slots)
+		}
+		checkCutReport(t, out)
+	}
 	out, err := render(&jobspb.Print{})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if out.Report.Slices != 2 {
-		t.Errorf("%d slices, want 2", out.Report.Slices)
 	}
 	n, err := pdfedit.PageCount(context.Background(), out.PDF)
 	if err != nil || n < 4 {
@@ -190,19 +287,6 @@ func TestCutSlicesInTabs(t *testing.T) {
 			t.Errorf("page %d lacks %q", i, want)
 		}
 	}
-	rep := out.Report
-	var failed []string
-	for _, f := range rep.FailedRequests {
-		failed = append(failed, f.Url)
-	}
-	slices.Sort(failed)
-	if want := []string{"missing-1.png", "missing-2.png", "missing-3.png", "missing-4.png"}; !slices.Equal(failed, want) || rep.FailedTotal != 4 {
-		t.Errorf("failed requests %q (total %d), want %q", failed, rep.FailedTotal, want)
-	}
-	noAlt := slices.Sorted(slices.Values(rep.ImagesWithoutAlt))
-	if want := []string{"missing-1.png", "missing-2.png", "missing-3.png", "missing-4.png"}; !slices.Equal(noAlt, want) || rep.ImagesWithoutAltTotal != 4 {
-		t.Errorf("images without alt %q (total %d), want %q", noAlt, rep.ImagesWithoutAltTotal, want)
-	}
 	png := pdfTool(t, out.PDF, "pdftoppm", "-f", strconv.Itoa(n), "-l", strconv.Itoa(n), "-r", "100", "-png", "PDF")
 	cmd := exec.Command("zbarimg", "-q", "--raw", "-")
 	cmd.Stdin = strings.NewReader(png)
@@ -212,8 +296,8 @@ func TestCutSlicesInTabs(t *testing.T) {
 
 	_, err = render(&jobspb.Print{FailOnResourceErrors: true})
 	var ce *CheckError
-	if !errors.As(err, &ce) || ce.Report.GetFailedTotal() != 4 {
-		t.Errorf("err %v, want a *CheckError counting 4 failed requests", err)
+	if !errors.As(err, &ce) || ce.Report.GetFailedTotal() != 5 {
+		t.Errorf("err %v, want a *CheckError counting 5 failed requests", err)
 	}
 
 	// The plan's pages, counted over the slices.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -105,6 +106,7 @@ type sliceRun struct {
 }
 
 type heardSlice struct {
+	index  int
 	c      *collector
 	hooked *jobspb.Report
 }
@@ -138,7 +140,7 @@ func (r *Renderer) startSlices(ctx context.Context, htmls []string, job splitJob
 				}
 			}()
 			_ = r.Pool.TabFor(waitCtx, "", func(st *browser.Tab) error {
-				if err := run.walk(st, -1); err != nil {
+				if err := run.walk(st); err != nil {
 					run.fail(err)
 				}
 				return nil
@@ -185,7 +187,7 @@ func (run *sliceRun) printHere(tab *browser.Tab, s Slice, loaded bool) (err erro
 		pdf, heard, hooked, err = run.r.printSlice(ctx, tab, run.job, s.HTML, run.req)
 		if heard != nil {
 			run.mu.Lock()
-			run.heard = append(run.heard, heardSlice{heard, hooked})
+			run.heard = append(run.heard, heardSlice{s.Index, heard, hooked})
 			run.mu.Unlock()
 		}
 	}
@@ -219,16 +221,10 @@ func (run *sliceRun) printHere(tab *browser.Tab, s Slice, loaded bool) (err erro
 	return nil
 }
 
-// walk prints in tab the slices nobody has, from the last; first the
-// slice tab has loaded already (loaded; -1: none). The first slice of a
-// page cut before loading is the job's tab's alone: its load is the job's
-// page, heard by the job's report.
-func (run *sliceRun) walk(tab *browser.Tab, loaded int) error {
-	if loaded >= 0 {
-		if err := run.printHere(tab, run.slices[loaded], true); err != nil {
-			return err
-		}
-	}
+// walk prints in tab the slices nobody has, from the last. The first
+// slice of a page cut before loading is the job's tab's alone (finish):
+// its load is the job's page, heard by the job's report.
+func (run *sliceRun) walk(tab *browser.Tab) error {
 	lowest := 0
 	if run.job.cut != nil {
 		lowest = 1
@@ -246,13 +242,21 @@ func (run *sliceRun) walk(tab *browser.Tab, loaded int) error {
 // finish prints in t (the job's tab) what is left, waits for the other
 // printers and returns the slices' PDFs in order. A page cut before
 // loading has its first slice loaded in t, and what the other slices'
-// tabs heard goes into report, the job's collector.
+// tabs heard goes into report, the job's collector, which stops
+// listening once the first slice is printed: the other slices t may
+// print after it are heard by their own collectors (counted once).
 func (run *sliceRun) finish(t *browser.Tab, report *collector) ([][]byte, error) {
-	loaded := -1
+	err := error(nil)
 	if run.job.cut != nil {
-		loaded = 0
+		err = run.printHere(t, run.slices[0], true)
+		if report != nil {
+			report.finish(run.ctx, t.Scripted())
+		}
 	}
-	if err := run.walk(t, loaded); err != nil {
+	if err == nil {
+		err = run.walk(t)
+	}
+	if err != nil {
 		run.fail(err)
 	} else if err := run.r.collect(run.ctx, run.farm, run.slices, run.printed, func(s Slice) error { return run.printHere(t, s, false) }, func(i int, pdf []byte) {
 		run.mu.Lock()
@@ -263,6 +267,7 @@ func (run *sliceRun) finish(t *browser.Tab, report *collector) ([][]byte, error)
 	}
 	run.end(false)
 	if report != nil {
+		slices.SortFunc(run.heard, func(a, b heardSlice) int { return a.index - b.index })
 		for _, h := range run.heard {
 			report.absorb(h.c, h.hooked)
 		}

@@ -151,15 +151,25 @@ func (r *Renderer) RenderWith(ctx context.Context, b egress.Bundle, rj *jobspb.R
 	defer cancel()
 
 	// A page that asks for slices is cut before any tab loads it (cut.go):
-	// the job's tab loads its first slice as the job's page.
-	// The other slices print in the pool's other tabs meanwhile.
+	// the job's tab loads its first slice as the job's page, the other
+	// slices printing in the pool's other tabs meanwhile.
 	cut := r.cutSource(ctx, b, entry, rj, opts, warmable)
 	var run *sliceRun
+	startSlices := func() {}
 	if cut != nil {
-		req := printRequest(page, pr, margins)
-		req.maxBytes = r.MaxOutputBytes
-		run = r.startSlices(ctx, cut.Slices, splitJob{bundle: b, entry: entry, rj: rj, cut: cut, maxPages: int(rj.GetMaxPages())}, sliceRequest(req))
-		defer run.stop()
+		slicesJob := splitJob{bundle: b, entry: entry, rj: rj, cut: cut, maxPages: int(rj.GetMaxPages())}
+		// Once the job has its tab: its helpers never queue for tabs
+		// ahead of the job's own.
+		startSlices = func() {
+			req := printRequest(page, pr, margins)
+			req.maxBytes = r.MaxOutputBytes
+			run = r.startSlices(ctx, cut.Slices, slicesJob, sliceRequest(req))
+		}
+		defer func() {
+			if run != nil {
+				run.stop()
+			}
+		}()
 		b = maps.Clone(b)
 		b[entry] = []byte(cut.Slices[0])
 		html, static = cut.Slices[0], len(cut.Slices[0]) <= maxWrittenHTML
@@ -172,6 +182,7 @@ func (r *Renderer) RenderWith(ctx context.Context, b egress.Bundle, rj *jobspb.R
 	sliced := 0 // the slices the page was printed in (split.go)
 	err = r.Pool.TabFor(ctx, key, func(t *browser.Tab) error {
 		prog.mark(stepTab)
+		startSlices()
 		var kept *warmPage
 		if w := t.Warm(); warmable && w != nil && w.Key == key {
 			if wp, ok := w.Data.(*warmPage); ok && wp.head == head {

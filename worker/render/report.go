@@ -103,30 +103,62 @@ type collector struct {
 // absorb adds to c what o heard, the collector of another slice of the
 // same page loaded in a tab of its own (cut.go), and what that slice's
 // hooks found (hooked): the page's report covers every slice, and its
-// checks fail on a request any slice lost.
+// checks fail on a request any slice lost. What every slice loads (the
+// head's stylesheets and fonts) is one request of the page: an entry c
+// has already is not counted again.
 func (c *collector) absorb(o *collector, hooked *jobspb.Report) {
 	f := o.findings()
 	noAlt := hooked.GetImagesWithoutAlt()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.nFailed += f.nFailed
-	c.nConsole += f.nConsole
+	seen := map[string]bool{}
+	for _, r := range c.failed {
+		seen["f\x00"+r.Url+"\x00"+r.Error] = true
+	}
+	for _, m := range c.console {
+		seen["c\x00"+m] = true
+	}
+	for _, b := range c.slices.blocked {
+		seen["b\x00"+b] = true
+	}
+	for _, u := range c.slices.noAlt {
+		seen["a\x00"+u] = true
+	}
+	c.nFailed += f.nFailed - len(f.report.FailedRequests)
 	for _, r := range f.report.FailedRequests {
-		if len(c.failed) < maxReportEntries {
-			c.failed = append(c.failed, r)
+		if key := "f\x00" + r.Url + "\x00" + r.Error; !seen[key] {
+			seen[key] = true
+			c.nFailed++
+			if len(c.failed) < maxReportEntries {
+				c.failed = append(c.failed, r)
+			}
 		}
 	}
+	c.nConsole += f.nConsole - len(f.report.ConsoleErrors)
 	for _, m := range f.report.ConsoleErrors {
-		if len(c.console) < maxReportEntries {
-			c.console = append(c.console, m)
+		if key := "c\x00" + m; !seen[key] {
+			seen[key] = true
+			c.nConsole++
+			if len(c.console) < maxReportEntries {
+				c.console = append(c.console, m)
+			}
 		}
 	}
-	c.slices.nBlocked += f.nBlocked
-	c.slices.blocked = appendUpTo(c.slices.blocked, f.report.BlockedRequests, maxReportEntries)
-	c.slices.nNoAlt += max(int(hooked.GetImagesWithoutAltTotal()), len(noAlt))
+	c.slices.nBlocked += f.nBlocked - len(f.report.BlockedRequests)
+	for _, b := range f.report.BlockedRequests {
+		if key := "b\x00" + b; !seen[key] {
+			seen[key] = true
+			c.slices.nBlocked++
+			c.slices.blocked = appendUpTo(c.slices.blocked, []string{b}, maxReportEntries)
+		}
+	}
+	c.slices.nNoAlt += max(int(hooked.GetImagesWithoutAltTotal()), len(noAlt)) - len(noAlt)
 	for _, u := range noAlt {
-		if len(c.slices.noAlt) < maxReportEntries {
-			c.slices.noAlt = append(c.slices.noAlt, truncate(o.site.Relative(u)))
+		u = truncate(o.site.Relative(u))
+		if key := "a\x00" + u; !seen[key] {
+			seen[key] = true
+			c.slices.nNoAlt++
+			c.slices.noAlt = appendUpTo(c.slices.noAlt, []string{u}, maxReportEntries)
 		}
 	}
 }
