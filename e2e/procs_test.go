@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"fmt"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/docrender/docrender/pkg/queue"
 	"github.com/docrender/docrender/pkg/testenv/freeport"
+	"github.com/docrender/docrender/pkg/testenv/syncbuf"
 )
 
 // External services of the machine (scripts/setup --test starts them).
@@ -82,22 +82,7 @@ type proc struct {
 	out *syncBuffer
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = syncbuf.Buffer
 
 // startProc runs bin with env added to the environment; it is killed with the test.
 func startProc(t testing.TB, bin string, env map[string]string) *proc {

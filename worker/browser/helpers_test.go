@@ -1,14 +1,13 @@
 package browser
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/docrender/docrender/pkg/netguard"
+	"github.com/docrender/docrender/pkg/testenv/syncbuf"
 	"github.com/docrender/docrender/worker/egress"
 )
 
@@ -16,22 +15,7 @@ import (
 const loadedJS = `async () => { if (document.readyState !== 'complete') await new Promise(r => addEventListener('load', r, {once: true})) }`
 
 // logBuffer keeps what a logger wrote, for a test to read.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type logBuffer = syncbuf.Buffer
 
 // testProxy starts an egress proxy for this package's tests, or skips
 // without a Chromium; the logger it returns, for the pool too, writes to

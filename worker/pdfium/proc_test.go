@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/docrender/docrender/pkg/testenv/syncbuf"
 )
 
 // childTestEngine: one engine of two children for the tests of the
@@ -521,20 +523,5 @@ func TestChildYield(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the log's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a buffer safe for the log's goroutines.
+type syncBuffer = syncbuf.Buffer

@@ -57,8 +57,10 @@ const (
 // cutHTML cuts src, the job's entry page entry (without scripts), into
 // slices for slots render slots, as planJS does the loaded page; files
 // are the job's files (its linked stylesheets are read for page breaks).
-// errUnsplittable: the source cannot be cut.
-func cutHTML(ctx context.Context, src string, files egress.Bundle, entry string, slots int) (*slicePlan, error) {
+// minPages > 0: only a body of at least minPages pages by its content's
+// size (contentSize over replacedWeight) is cut. errUnsplittable: the
+// source is not cut.
+func cutHTML(ctx context.Context, src string, files egress.Bundle, entry string, slots, minPages int) (*slicePlan, error) {
 	if strings.Count(src, "<") > maxCutElements {
 		return nil, errUnsplittable
 	}
@@ -76,7 +78,7 @@ func cutHTML(ctx context.Context, src string, files egress.Bundle, entry string,
 			break
 		}
 	}
-	if body == nil || textIn(body) {
+	if body == nil || textIn(body) || minPages > 0 && contentSize(body) < minPages*replacedWeight {
 		return nil, errUnsplittable
 	}
 	breaks := &breakRules{}
@@ -407,8 +409,16 @@ func renderSlice(doc, body *html.Node, units, shells []*html.Node, lo, hi int, t
 	return b.String(), nil
 }
 
-// size is n's length in the source, about: its text and its tags.
-func size(n *html.Node) int {
+// size is n's length in the source, about: its text, its tags and
+// attributes, replacedWeight more for an image or embedded object.
+func size(n *html.Node) int { return measure(n, false) }
+
+// contentSize is size without attribute values (a data: URL, an SVG
+// path) nor what a replaced element holds: what the page shows, about,
+// for whether it is long.
+func contentSize(n *html.Node) int { return measure(n, true) }
+
+func measure(n *html.Node, content bool) int {
 	switch n.Type {
 	case html.TextNode:
 		return len(n.Data)
@@ -416,13 +426,17 @@ func size(n *html.Node) int {
 		s := 2*len(n.Data) + 5
 		switch n.DataAtom {
 		case atom.Img, atom.Svg, atom.Canvas, atom.Video, atom.Iframe, atom.Object, atom.Embed:
-			s += replacedWeight
+			if s += replacedWeight; content {
+				return s
+			}
 		}
-		for _, a := range n.Attr {
-			s += len(a.Key) + len(a.Val) + 4
+		if !content {
+			for _, a := range n.Attr {
+				s += len(a.Key) + len(a.Val) + 4
+			}
 		}
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			s += size(c)
+			s += measure(c, content)
 		}
 		return s
 	}
@@ -809,7 +823,11 @@ func cutCount(n, slots int) int {
 }
 
 // cutSource is the plan of rj's page cut before any tab loads it, for a
-// job that asks for slices (split: true) and whose page can be cut so:
+// job that asks for slices (split: true), or leaves it to the service and
+// whose source is long by its size (at least SplitPages pages of
+// replacedWeight bytes of content: 12 MB of text and tags for the default
+// 2,000, no short page reaches it; a page below it is measured by its
+// layout, as before), and whose page can be cut so:
 // its own source without scripts, no page references, no wait that one
 // slice could not see through (a selector or expression of the whole
 // page), no page ranges, not a template's warm page, and printed by this
@@ -817,18 +835,26 @@ func cutCount(n, slots int) int {
 // without hooks or report). nil: the page loads whole, as before.
 func (r *Renderer) cutSource(ctx context.Context, b egress.Bundle, entry string, rj *jobspb.RenderJob, opts Options, warm bool) *slicePlan {
 	pr := rj.GetPrint()
-	if r.SplitPages <= 0 || pr.GetSplit() != jobspb.Split_SPLIT_ON || rj.GetUrl() != nil || warm || opts.Farm != nil ||
+	if r.SplitPages <= 0 || pr.GetSplit() == jobspb.Split_SPLIT_OFF || rj.GetUrl() != nil || warm || opts.Farm != nil ||
 		pr.GetPageRanges() != "" || pr.GetToc() || pr.GetWaitForSelector() != "" || pr.GetWaitForExpression() != "" {
 		return nil
+	}
+	minPages := 0
+	if pr.GetSplit() != jobspb.Split_SPLIT_ON {
+		minPages = r.SplitPages
+		if len(b[entry]) < minPages*replacedWeight {
+			return nil
+		}
 	}
 	src, ok := scriptFree(b, entry)
 	if !ok {
 		return nil
 	}
-	plan, err := cutHTML(ctx, src, b, entry, r.SplitSlots)
+	plan, err := cutHTML(ctx, src, b, entry, r.SplitSlots, minPages)
 	if err != nil {
-		r.log().DebugContext(ctx, "split: the source cannot be cut; the page loads whole", "err", err)
+		r.log().DebugContext(ctx, "split: the source is not cut; the page loads whole", "err", err)
 		return nil
 	}
+	r.log().DebugContext(ctx, "split: the source is cut before loading", "slices", len(plan.Slices))
 	return plan
 }

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/docrender/docrender/pkg/testenv/ledger"
+	"github.com/docrender/docrender/pkg/testenv/syncbuf"
 	"github.com/docrender/docrender/proto/jobspb"
 	"github.com/docrender/docrender/worker/browser"
 	"github.com/docrender/docrender/worker/egress"
@@ -60,7 +61,7 @@ func TestCutHTML(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			plan, err := cutHTML(context.Background(), tc.src, tc.files, "index.html", tc.k)
+			plan, err := cutHTML(context.Background(), tc.src, tc.files, "index.html", tc.k, 0)
 			if tc.want == nil {
 				if err != errUnsplittable {
 					t.Fatalf("cut: %v, want errUnsplittable", err)
@@ -104,7 +105,7 @@ func TestCutHTMLLinks(t *testing.T) {
 	src := `<!doctype html><html><head><title> A   ledger </title></head><body>` +
 		`<h1>Top</h1><p><a href="#far%20away">to the end</a></p>` + blocks("p", 60, 0, "") +
 		`<h2 id="docrender-h-1">Taken</h2>` + blocks("p", 60, 60, "") + `<h2 id="far away">End</h2></body></html>`
-	plan, err := cutHTML(context.Background(), src, nil, "index.html", 2)
+	plan, err := cutHTML(context.Background(), src, nil, "index.html", 2, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func TestCutHTMLBounds(t *testing.T) {
 		css     string
 		atBreak bool
 	}{{".c3{break-before:page}", true}, {css.String(), false}} {
-		plan, err := cutHTML(ctx, `<head><style>`+tc.css+`</style></head><body>`+body+`</body>`, nil, "index.html", 2)
+		plan, err := cutHTML(ctx, `<head><style>`+tc.css+`</style></head><body>`+body+`</body>`, nil, "index.html", 2, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -157,7 +158,7 @@ func TestCutHTMLBounds(t *testing.T) {
 
 	long := strings.Repeat("x", 5000)
 	src := `<head><title>` + long + `</title></head><body><h1>` + long + `</h1>` + blocks("p", 40, 0, "") + `<p><a href="#%E9t%E9">bad</a></p></body>`
-	plan, err := cutHTML(ctx, src, nil, "index.html", 2)
+	plan, err := cutHTML(ctx, src, nil, "index.html", 2, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,30 +171,44 @@ func TestCutHTMLBounds(t *testing.T) {
 		}
 	}
 
+	// Whether the service cuts a page it was not asked to: by its
+	// content's size, not by data: URLs.
+	dataURL := `<img src="data:image/png;base64,` + strings.Repeat("A", 100_000) + `">`
+	for _, tc := range []struct {
+		name string
+		src  string
+		cut  bool
+	}{{"short", blocks("p", 100, 0, ""), false}, {"short with a large data: image", blocks("p", 100, 0, "") + dataURL, false}, {"long", ledger.HTML(40), true}} {
+		_, err := cutHTML(ctx, "<body>"+tc.src+"</body>", nil, "index.html", 2, 4)
+		if cut := err == nil; cut != tc.cut {
+			t.Errorf("%s, at least 4 pages: cut %v (%v), want %v", tc.name, cut, err, tc.cut)
+		}
+	}
+
 	var scans strings.Builder
 	for i := range 12_000 {
 		fmt.Fprintf(&scans, `<img src="s%d.jpg">`, i)
 	}
-	if plan, err = cutHTML(ctx, "<body>"+scans.String()+"</body>", nil, "index.html", 2); err != nil {
+	if plan, err = cutHTML(ctx, "<body>"+scans.String()+"</body>", nil, "index.html", 2, 0); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(plan.Slices); n < 12_000/800 || n%2 != 0 {
 		t.Errorf("12,000 images cut into %d slices, want at least 15, a multiple of 2", n)
 	}
 
-	if _, err := cutHTML(ctx, "<body>"+strings.Repeat("<i></i>", maxCutElements)+"</body>", nil, "index.html", 2); err != errUnsplittable {
+	if _, err := cutHTML(ctx, "<body>"+strings.Repeat("<i></i>", maxCutElements)+"</body>", nil, "index.html", 2, 0); err != errUnsplittable {
 		t.Errorf("too many elements: %v, want errUnsplittable", err)
 	}
 	done, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := cutHTML(done, ledger.HTML(40), nil, "index.html", 2); err != context.Canceled {
+	if _, err := cutHTML(done, ledger.HTML(40), nil, "index.html", 2, 0); err != context.Canceled {
 		t.Errorf("done context: %v", err)
 	}
 }
 
 // checkCutReport checks the report of TestCutSlicesInTabs's page: each
 // missing file once, the stylesheet every slice asked for too.
-func checkCutReport(t *testing.T, out Output) {
+func checkCutReport(t *testing.T, out Output, run string) {
 	t.Helper()
 	rep := out.Report
 	var failed []string
@@ -202,11 +217,11 @@ func checkCutReport(t *testing.T, out Output) {
 	}
 	slices.Sort(failed)
 	if want := []string{"missing-1.png", "missing-2.png", "missing-3.png", "missing-4.png", "missing-bg.png"}; !slices.Equal(failed, want) || rep.FailedTotal != 5 {
-		t.Errorf("failed requests %q (total %d), want %q", failed, rep.FailedTotal, want)
+		t.Errorf("%s: failed requests %q (total %d), want %q", run, failed, rep.FailedTotal, want)
 	}
 	noAlt := slices.Sorted(slices.Values(rep.ImagesWithoutAlt))
 	if want := []string{"missing-1.png", "missing-2.png", "missing-3.png", "missing-4.png"}; !slices.Equal(noAlt, want) || rep.ImagesWithoutAltTotal != 4 {
-		t.Errorf("images without alt %q (total %d), want %q", noAlt, rep.ImagesWithoutAltTotal, want)
+		t.Errorf("%s: images without alt %q (total %d), want %q", run, noAlt, rep.ImagesWithoutAltTotal, want)
 	}
 }
 
@@ -236,13 +251,14 @@ func TestCutSlicesInTabs(t *testing.T) {
 		t.Skipf("no Chromium: %v", err)
 	}
 	testRenderer(t) // the shared egress proxy
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	pool, err := browser.Start(context.Background(), browser.Config{Bin: bin, Proxy: testProxy.Addr(), HomeURL: egress.HomeURL, Tabs: 2, Log: log,
-		NewLane: func() (browser.Lane, error) { return testProxy.NewLane() }})
+	pool, err := browser.Start(context.Background(), browser.Config{Bin: bin, Proxy: testProxy.Addr(), HomeURL: egress.HomeURL, Tabs: 2,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), NewLane: func() (browser.Lane, error) { return testProxy.NewLane() }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pool.Close()
+	var logged syncbuf.Buffer
+	log := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	r := &Renderer{Pool: pool, Hooks: []PageHook{QRCodes, Accessibility}, SplitPages: 4, SplitSlots: 2, Log: log}
 	defer func(old int) { spreadBands = old }(spreadBands)
 	spreadBands = 2
@@ -250,14 +266,20 @@ func TestCutSlicesInTabs(t *testing.T) {
 	var b strings.Builder
 	b.WriteString(`<!doctype html><html><head><title>Cut</title><style>h2{break-before:page;background-image:url(missing-bg.png)}</style></head><body>`)
 	for s := 1; s <= 4; s++ {
-		fmt.Fprintf(&b, `<h2>Part %d</h2><img src="missing-%d.png" width="10" height="10">`, s, s)
+		// Tall, in few bytes: long by its layout, short by its size.
+		fmt.Fprintf(&b, `<h2>Part %d</h2><img src="missing-%d.png" width="10" height="10"><div style="height:1500px"></div>`, s, s)
 		b.WriteString(blocks("p", 30, s*100, ""))
 	}
 	b.WriteString(`<img data-qr="https://example.test/cut" data-qr-size="150" alt="code"></body></html>`)
 	footer := `<div style="font-size:9px;margin:auto">Page <span class="pageNumber"></span> of <span class="totalPages"></span></div>`
 	maxPages := 0
 	render := func(pr *jobspb.Print) (Output, error) {
-		pr.Split, pr.HeaderTemplate, pr.FooterTemplate = jobspb.Split_SPLIT_ON, "<span></span>", footer
+		if pr.Split == jobspb.Split_SPLIT_AUTO {
+			pr.Split = jobspb.Split_SPLIT_ON
+		} else {
+			pr.Split = jobspb.Split_SPLIT_AUTO
+		}
+		pr.HeaderTemplate, pr.FooterTemplate = "<span></span>", footer
 		rj := &jobspb.RenderJob{Entry: "index.html", Page: a4, Print: pr, MaxPages: int32(maxPages)}
 		return r.Render(context.Background(), egress.Bundle{"index.html": []byte(b.String())}, rj, 60*time.Second)
 	}
@@ -272,8 +294,28 @@ func TestCutSlicesInTabs(t *testing.T) {
 		if out.Report.Slices != int32(slots) {
 			t.Errorf("%d slices, want %d", out.Report.Slices, slots)
 		}
-		checkCutReport(t, out)
+		checkCutReport(t, out, fmt.Sprintf("split: true, %d slots", slots))
 	}
+	// Not asked (split unset): under SplitPages × replacedWeight bytes the
+	// page is measured by its layout and cut by planJS (its collector
+	// heard the whole page, and no slice after it); long by its size, it
+	// is cut before loading too.
+	for _, splitPages := range []int{4, 1} {
+		r.SplitPages = splitPages
+		logged.Reset()
+		out, err := render(&jobspb.Print{Split: jobspb.Split_SPLIT_OFF})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Report.Slices < 2 {
+			t.Errorf("SplitPages %d: %d slices", splitPages, out.Report.Slices)
+		}
+		checkCutReport(t, out, fmt.Sprintf("split unset, SplitPages %d", splitPages))
+		if cut := strings.Contains(logged.String(), "split: the source is cut before loading"); cut != (splitPages == 1) {
+			t.Errorf("SplitPages %d, split unset: cut before loading %v", splitPages, cut)
+		}
+	}
+	r.SplitPages = 4
 	out, err := render(&jobspb.Print{})
 	if err != nil {
 		t.Fatal(err)

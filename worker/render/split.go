@@ -238,6 +238,12 @@ func (r *Renderer) printSplit(ctx context.Context, t *browser.Tab, site egress.S
 	start := time.Now()
 	plan := job.cut
 	if plan == nil {
+		if job.report != nil {
+			// The job's collector heard the whole page: planJS's clones
+			// (an image cloned loads again) and the slices, loaded anew in
+			// this tab and others, would only repeat it.
+			job.report.finish(ctx, t.Scripted())
+		}
 		if err := browser.Evaluate(t.Page(), planJS, &plan, k); err != nil {
 			return nil, 0, fmt.Errorf("%w: plan slices: %v", ErrPage, err)
 		}
