@@ -57,6 +57,18 @@ type lazyDoc struct {
 	x     *model.XRefTable // parsed (and new) objects, by provisional number
 	total int              // the parts' provisional numbers are below total
 	err   error            // the first object that could not be parsed
+	// located are the objects reachable found, by provisional number
+	// (end 0: not located), kept for writing them.
+	located []lazyObj
+}
+
+// locate is object n of p, provisional number nr, as reachable located it
+// or found now.
+func (d *lazyDoc) locate(p *lazyPart, n, nr int) (lazyObj, error) {
+	if nr >= 0 && nr < len(d.located) && d.located[nr].end > 0 {
+		return d.located[nr], nil
+	}
+	return p.locate(n)
 }
 
 func newLazyDoc(parts [][]byte) (*lazyDoc, error) {
@@ -191,14 +203,16 @@ type lazyObj struct {
 
 // locate finds object n of p.
 func (p *lazyPart) locate(n int) (lazyObj, error) {
-	return p.locateObj(n, true)
+	return p.locateObj(n, true, nil)
 }
 
 // locateObj is locate; a stream's /Length given as a reference is read
 // only when lengthRef (the object it names must be a plain integer, not
 // looked up in turn: a /Length naming its own stream, or two streams
-// naming each other, would recurse without end).
-func (p *lazyPart) locateObj(n int, lengthRef bool) (lazyObj, error) {
+// naming each other, would recurse without end). refs, when not nil, is
+// called with each reference in the object's value, found by the same
+// scan (the join's reachability walk would otherwise scan it again).
+func (p *lazyPart) locateObj(n int, lengthRef bool, refs func(ref int)) (lazyObj, error) {
 	b := p.data
 	bad := func(what string) (lazyObj, error) {
 		return lazyObj{}, fmt.Errorf("object %d: %s", n, what)
@@ -219,6 +233,9 @@ func (p *lazyPart) locateObj(n int, lengthRef bool) (lazyObj, error) {
 	end, kw, err := scanObject(b, o.body, func(s, e, ref int, afterLength bool) {
 		if afterLength {
 			lenRef = ref
+		}
+		if refs != nil {
+			refs(ref)
 		}
 	}, &length)
 	if err != nil {
@@ -243,7 +260,7 @@ func (p *lazyPart) locateObj(n int, lengthRef bool) (lazyObj, error) {
 		if lenRef >= len(p.offs) || p.offs[lenRef] == 0 {
 			return bad("stream length missing")
 		}
-		lo, err := p.locateObj(lenRef, false)
+		lo, err := p.locateObj(lenRef, false, nil)
 		if err != nil || lo.stream {
 			return bad("stream length unreadable")
 		}
@@ -531,17 +548,18 @@ func (d *lazyDoc) reachable(root, info int) (final []int32, count int, err error
 			reach[nr] = false // a dangling reference: written as null
 			continue
 		}
-		o, err := p.locate(n)
-		if err != nil {
-			return nil, 0, err
-		}
-		if _, _, err := scanObject(p.data[:o.end], o.body, func(_, _, ref int, _ bool) {
+		o, err := p.locateObj(n, true, func(ref int) {
 			if ref > 0 && ref < len(p.offs) && p.offs[ref] != 0 {
 				push(p.base + ref)
 			}
-		}, nil); err != nil {
+		})
+		if err != nil {
 			return nil, 0, err
 		}
+		if d.located == nil {
+			d.located = make([]lazyObj, size)
+		}
+		d.located[nr] = o
 	}
 	final = make([]int32, size)
 	count = 1
@@ -604,7 +622,7 @@ func (d *lazyDoc) writeObjs(w io.Writer, nrs []int, toFinal func(int) int, root,
 			var o lazyObj
 			if p == nil {
 				err = fmt.Errorf("object %d: not in its part", nr)
-			} else if o, err = p.locate(n); err == nil {
+			} else if o, err = d.locate(p, n, nr); err == nil {
 				buf, err = p.rewrite(buf[:0], o, func(ref int) int {
 					if ref <= 0 || ref >= len(p.offs) || p.offs[ref] == 0 {
 						return -1

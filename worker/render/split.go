@@ -294,7 +294,14 @@ func (r *Renderer) printSplit(ctx context.Context, t *browser.Tab, site egress.S
 	if job.outline {
 		outline = plan.Headings
 	}
+	// The joined PDF is about the parts' size: one allocation, not a
+	// hundred megabytes grown (and zeroed) by doubling.
 	var out bytes.Buffer
+	size := len(band)
+	for _, p := range parts {
+		size += len(p)
+	}
+	out.Grow(size + size/16)
 	if _, err := pdfedit.JoinStamped(ctx, parts, outline, band, pages, &out); err != nil {
 		return nil, 0, fmt.Errorf("%w: join slices: %v", ErrPage, err)
 	}
