@@ -66,7 +66,6 @@ func BenchmarkJoinParts(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		out = bytes.Buffer{}
-		out.Grow(size + len(bands) + (size+len(bands))/16) // as render's split path does
 		runtime.GC()
 		resetPeakRSS()
 		stop := samplePeakHeap()

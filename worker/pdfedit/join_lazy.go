@@ -965,12 +965,14 @@ func joinLazy(ctx context.Context, d *lazyDoc, outline []Heading, bands []byte, 
 		return 0, true, err
 	}
 	if bw, ok := w.(*bytes.Buffer); ok {
-		// One allocation for the result, not a doubling per growth.
+		// One allocation for the result, not a doubling per growth (which
+		// zeroed ~200 MB for 100 MB of tagged slices): the parts, half the
+		// bands, and a sixteenth more for the joined trees.
 		size := len(bands) / 2
 		for _, p := range d.parts {
 			size += len(p.data)
 		}
-		bw.Grow(size)
+		bw.Grow(size + size/16)
 	}
 	final, count, err := d.reachable(rootRef.ObjectNumber.Value(), info)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -513,14 +512,7 @@ func TestSplitContractBothPaths(t *testing.T) {
 
 	// The decompression bound runs first: these bombs are in the lazy
 	// path's layout, which decodes nothing itself.
-	bomb := deflated(make([]byte, 8<<20))
-	var bombs [][]byte
-	var kids strings.Builder
-	for i := range 40 {
-		bombs = append(bombs, stream("/Filter /FlateDecode", bomb))
-		fmt.Fprintf(&kids, "%d 0 R ", 5+i)
-	}
-	manyBombs := onePage("B", "/Bombs ["+kids.String()+"]", bombs...)
+	manyBombs := flateBombs()
 	if newLazySplit(manyBombs) == nil {
 		t.Fatal("the bombs are not in the lazy layout")
 	}
@@ -529,14 +521,7 @@ func TestSplitContractBothPaths(t *testing.T) {
 	}
 	// Past MaxToolPages, pdfcpu's read refuses the document (the lazy
 	// walk stops there).
-	objs := [][]byte{[]byte("<< /Type /Catalog /Pages 2 0 R >>"), nil, stream("", []byte("BT ET"))}
-	var pk strings.Builder
-	for i := range MaxToolPages + 1 {
-		fmt.Fprintf(&pk, "%d 0 R ", 4+i)
-		objs = append(objs, []byte("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 100 100] /Contents 3 0 R >>"))
-	}
-	objs[1] = fmt.Appendf(nil, "<< /Type /Pages /Kids [%s] /Count %d >>", pk.String(), MaxToolPages+1)
-	many := assemble(objs, "")
+	many := pagesSharingContent(MaxToolPages + 1)
 	if newLazySplit(many) != nil {
 		t.Error("the lazy path read more than MaxToolPages pages")
 	}
@@ -666,33 +651,11 @@ func BenchmarkSplitEvery10ObjStm(b *testing.B) {
 	if _, err := os.Stat(splitBenchPDF); err != nil {
 		b.Skip(err)
 	}
-	dir := b.TempDir()
-	in := filepath.Join(dir, "in.pdf")
+	in := filepath.Join(b.TempDir(), "in.pdf")
 	run(b, "qpdf", "--object-streams=generate", splitBenchPDF, in)
 	data := readFile(b, in)
 	if newLazySplit(data) != nil {
 		b.Fatal("the lazy path reads object streams")
 	}
-	var ours, theirs time.Duration
-	b.ResetTimer()
-	for range b.N {
-		start := time.Now()
-		parts, err := Split(context.Background(), bytes.NewReader(data), "", 10, 100)
-		if err != nil || len(parts) != 5 {
-			b.Fatalf("%d parts, %v", len(parts), err)
-		}
-		ours += time.Since(start)
-		b.StopTimer()
-		start = time.Now()
-		if out, err := exec.Command("qpdf", "--split-pages=10", in, filepath.Join(dir, "part-%d.pdf")).CombinedOutput(); err != nil {
-			b.Fatalf("qpdf: %v\n%s", err, out)
-		}
-		theirs += time.Since(start)
-		b.StartTimer()
-	}
-	b.StopTimer()
-	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
-	b.ReportMetric(per(ours), "ms/split")
-	b.ReportMetric(per(theirs), "qpdf-ms/split")
-	b.ReportMetric(float64(ours)/float64(theirs), "pdfedit/qpdf")
+	benchSplitAgainstQpdf(b, data, in)
 }

@@ -388,30 +388,10 @@ func hostile(t *testing.T) []struct {
 	pdf    []byte
 	refuse string // if set, every tool must answer a *BadInputError saying it
 } {
-	// 40 streams of 8 MiB of zeros: each under pdfcpu's bound for one
-	// stream, 320 MiB together.
-	bomb := deflated(make([]byte, 8<<20))
-	var bombs [][]byte
-	var kids strings.Builder
-	for i := range 40 {
-		bombs = append(bombs, stream("/Filter /FlateDecode", bomb))
-		fmt.Fprintf(&kids, "%d 0 R ", 5+i)
-	}
-	manyBombs := onePage("B", "/Bombs ["+kids.String()+"]", bombs...)
+	manyBombs := flateBombs()
 	oneBomb := onePage("B", "", stream("/Filter [/FlateDecode /FlateDecode]", deflated(deflated(make([]byte, 300<<20)))))
 
-	// 100,000 pages sharing one content stream.
-	var buf bytes.Buffer
-	n := 100_000
-	objs := [][]byte{[]byte("<< /Type /Catalog /Pages 2 0 R >>"), nil, stream("", []byte("BT ET"))}
-	var pk strings.Builder
-	for i := range n {
-		fmt.Fprintf(&pk, "%d 0 R ", 4+i)
-		objs = append(objs, []byte("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 100 100] /Contents 3 0 R >>"))
-	}
-	objs[1] = fmt.Appendf(nil, "<< /Type /Pages /Kids [%s] /Count %d >>", pk.String(), n)
-	buf.Write(assemble(objs, ""))
-	manyPages := buf.Bytes()
+	manyPages := pagesSharingContent(100_000)
 
 	claimsMany := bytes.Replace(rawPDF("C", 2, 0), []byte("/Count 2"), []byte("/Count 100000"), 1)
 	huge := imagePDF(stream("/Type /XObject /Subtype /Image /Width 100000 /Height 100000 /ColorSpace /DeviceRGB /BitsPerComponent 8 /Filter /FlateDecode", deflated(make([]byte, 1<<20))))
@@ -435,6 +415,31 @@ func hostile(t *testing.T) []struct {
 		{"not a PDF", []byte("GIF89a"), "not a PDF"},
 		{"empty", nil, "empty"},
 	}
+}
+
+// flateBombs is a page with 40 streams of 8 MiB of zeros: each under
+// pdfcpu's bound for one stream, 320 MiB together.
+func flateBombs() []byte {
+	bomb := deflated(make([]byte, 8<<20))
+	var bombs [][]byte
+	var kids strings.Builder
+	for i := range 40 {
+		bombs = append(bombs, stream("/Filter /FlateDecode", bomb))
+		fmt.Fprintf(&kids, "%d 0 R ", 5+i)
+	}
+	return onePage("B", "/Bombs ["+kids.String()+"]", bombs...)
+}
+
+// pagesSharingContent is a PDF of n pages sharing one content stream.
+func pagesSharingContent(n int) []byte {
+	objs := [][]byte{[]byte("<< /Type /Catalog /Pages 2 0 R >>"), nil, stream("", []byte("BT ET"))}
+	var pk strings.Builder
+	for i := range n {
+		fmt.Fprintf(&pk, "%d 0 R ", 4+i)
+		objs = append(objs, []byte("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 100 100] /Contents 3 0 R >>"))
+	}
+	objs[1] = fmt.Appendf(nil, "<< /Type /Pages /Kids [%s] /Count %d >>", pk.String(), n)
+	return assemble(objs, "")
 }
 
 // startxref is the offset startxref gives.

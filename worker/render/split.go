@@ -294,14 +294,7 @@ func (r *Renderer) printSplit(ctx context.Context, t *browser.Tab, site egress.S
 	if job.outline {
 		outline = plan.Headings
 	}
-	// The joined PDF is about the parts' size: one allocation, not a
-	// hundred megabytes grown (and zeroed) by doubling.
 	var out bytes.Buffer
-	size := len(band)
-	for _, p := range parts {
-		size += len(p)
-	}
-	out.Grow(size + size/16)
 	if _, err := pdfedit.JoinStamped(ctx, parts, outline, band, pages, &out); err != nil {
 		return nil, 0, fmt.Errorf("%w: join slices: %v", ErrPage, err)
 	}
@@ -318,27 +311,41 @@ func (r *Renderer) printSplit(ctx context.Context, t *browser.Tab, site egress.S
 // too large to be written or the tab navigated already: a slice has no
 // scripts either way) and prints it. A slice of a page cut before loading
 // (job.cut) is a page the hooks have not run on and no report has heard:
-// it is waited for and hooked as the job's page is, and what its tab
-// heard (the collector, finished) and its hooks found are returned for the
-// job's report.
-func (r *Renderer) printSlice(ctx context.Context, t *browser.Tab, job splitJob, html string, req printParams) (_ []byte, heard *collector, hooked *jobspb.Report, _ error) {
-	lane, ok := t.Lane().(fileServer)
-	if !ok {
-		return nil, nil, nil, fmt.Errorf("render: tab lane %T serves no files", t.Lane())
-	}
+// it loads as the job's page does (load: waited for, hooked, heard), and
+// what its tab heard (the collector, finished) and its hooks found are
+// returned for the job's report.
+func (r *Renderer) printSlice(ctx context.Context, t *browser.Tab, job splitJob, html string, req printParams) (pdf []byte, heard *collector, hooked *jobspb.Report, err error) {
 	b := maps.Clone(job.bundle)
 	b[job.entry] = []byte(html)
 	// A tab that navigated (the job's own, for a page too large to be
 	// written) is not on the home document a write needs.
 	written := len(html) <= maxWrittenHTML && !t.Scripted()
+	if job.cut != nil {
+		hooked = &jobspb.Report{}
+		spec := loadSpec{bundle: b, entry: job.entry, html: html, static: written, print: job.rj.GetPrint(),
+			selectors: r.selectors(), hooked: hooked}
+		if job.rj.GetPrint().GetMediaScreen() {
+			spec.media = "screen"
+		}
+		err = r.load(ctx, t, spec, &progress{start: time.Now()}, func(_ egress.Site, c *collector, _ []bool) error {
+			if pdf, err = printPDF(ctx, t.Page(), req, nil); err != nil {
+				return fmt.Errorf("slice of %d bytes: %w", len(html), err)
+			}
+			c.finish(ctx, t.Scripted())
+			heard = c
+			return nil
+		})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return pdf, heard, hooked, nil
+	}
+	lane, ok := t.Lane().(fileServer)
+	if !ok {
+		return nil, nil, nil, fmt.Errorf("render: tab lane %T serves no files", t.Lane())
+	}
 	site, unserve := lane.Serve(b, written)
 	defer unserve()
-	selectors := []string{}
-	if job.cut != nil {
-		heard = startCollector(ctx, t.Page(), site)
-		defer heard.close()
-		selectors = r.selectors()
-	}
 	if job.rj.GetPrint().GetMediaScreen() {
 		// Another tab than the job's has the print media type still.
 		if err := t.EmulateMedia("screen"); err != nil {
@@ -347,36 +354,19 @@ func (r *Renderer) printSlice(ctx context.Context, t *browser.Tab, job splitJob,
 	}
 	var matched []bool
 	if written {
-		if err := t.Open(site.HomeURL(job.entry), html, loadedJS, &matched, selectors); err != nil {
+		if err := t.Open(site.HomeURL(job.entry), html, loadedJS, &matched, []string{}); err != nil {
 			return nil, nil, nil, fmt.Errorf("%w: open slice: %v", ErrPage, err)
 		}
 	} else {
 		if err := t.Navigate(site.URL(job.entry)); err != nil {
 			return nil, nil, nil, fmt.Errorf("%w: navigate to slice: %v", ErrPage, err)
 		}
-		if err := browser.Evaluate(t.Page(), loadedJS, &matched, selectors); err != nil {
+		if err := browser.Evaluate(t.Page(), loadedJS, &matched, []string{}); err != nil {
 			return nil, nil, nil, fmt.Errorf("%w: load slice: %v", ErrPage, err)
 		}
 	}
-	hooked = &jobspb.Report{}
-	if heard != nil {
-		if err := waitFor(ctx, t.Page(), job.rj.GetPrint()); err != nil {
-			return nil, nil, nil, err
-		}
-		for i, h := range r.Hooks {
-			if i < len(matched) && matched[i] {
-				if err := h.Run(ctx, t.Page(), hooked); err != nil {
-					return nil, nil, nil, err
-				}
-			}
-		}
-	}
-	pdf, err := printPDF(ctx, t.Page(), req, nil)
-	if err != nil {
+	if pdf, err = printPDF(ctx, t.Page(), req, nil); err != nil {
 		return nil, nil, nil, fmt.Errorf("slice of %d bytes: %w", len(html), err)
 	}
-	if heard != nil {
-		heard.finish(ctx, t.Scripted())
-	}
-	return pdf, heard, hooked, nil
+	return pdf, nil, nil, nil
 }
