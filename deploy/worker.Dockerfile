@@ -28,13 +28,14 @@ FROM debian:bookworm-slim
 # scripts, CJK and colour emoji. LibreOffice without its GUI or Java (no
 # format we take needs it), driven over UNO by python3-uno; util-linux's
 # unshare gives each slot a network namespace where user namespaces are
-# allowed. tini reaps Chromium's and LibreOffice's child processes (the
+# allowed. poppler-utils' pdftotext reads /pdf/text's plain text (PDFium,
+# in the worker, reads the rest). tini reaps Chromium's and LibreOffice's child processes (the
 # worker is not an init).
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       chromium fonts-liberation2 fonts-noto-core fonts-noto-cjk fonts-noto-color-emoji \
       libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui python3-uno \
-      fonts-crosextra-carlito fonts-crosextra-caladea util-linux \
+      fonts-crosextra-carlito fonts-crosextra-caladea util-linux poppler-utils \
       ca-certificates tini \
  && rm -rf /var/lib/apt/lists/*
 # Not root (as root the worker would start Chromium as

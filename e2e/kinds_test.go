@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"github.com/docrender/docrender/pkg/testenv/rawpdf"
 	"net/http"
 	"strings"
 	"testing"
@@ -62,7 +63,7 @@ func TestWorkerKindsScaleApart(t *testing.T) {
 func blankPDF(t testing.TB) []byte {
 	t.Helper()
 	objs := []string{"<</Type/Catalog/Pages 2 0 R>>", "<</Type/Pages/Kids[3 0 R]/Count 1>>", "<</Type/Page/Parent 2 0 R/MediaBox[0 0 612 792]>>"}
-	pdf := assemblePDF(objs)
+	pdf := rawpdf.Build(objs...)
 	run(t, "qpdf", "--check", writeTemp(t, pdf, ".pdf"))
 	return pdf
 }

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/image/webp"
 
 	"github.com/docrender/docrender/gateway/server/apierr"
+	"github.com/docrender/docrender/pkg/testenv/rawpdf"
 )
 
 // The PDF tools of DESIGN §11 through the real service: the inputs made
@@ -338,24 +339,5 @@ func formPDF() []byte {
 		stream("/Type /XObject /Subtype /Form /BBox [0 0 200 20] /Resources << /Font << /F1 7 0 R >> >>", "BT /F1 12 Tf 2 5 Td (FILLEDVALUE) Tj ET"),
 		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
 	}
-	return assemblePDF(objs)
-}
-
-// assemblePDF numbers objs from 1 (the first the catalog) and writes them
-// with their cross-reference table: a PDF made without the service.
-func assemblePDF(objs []string) []byte {
-	var b bytes.Buffer
-	b.WriteString("%PDF-1.4\n")
-	offsets := make([]int, len(objs))
-	for i, o := range objs {
-		offsets[i] = b.Len()
-		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
-	}
-	xref := b.Len()
-	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
-	for _, off := range offsets {
-		fmt.Fprintf(&b, "%010d 00000 n \n", off)
-	}
-	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
-	return b.Bytes()
+	return rawpdf.Build(objs...)
 }

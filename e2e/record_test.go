@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/docrender/docrender/pkg/testenv/rawpdf"
 	"github.com/docrender/docrender/worker/pdfcheck"
 )
 
@@ -424,44 +425,25 @@ func bombPDF(t testing.TB, n int) []byte {
 	}
 	zw.Close()
 	content := "BT /F1 24 Tf 72 720 Td (bomb) Tj ET"
-	return rawPDF([]string{
+	return rawpdf.Build(
 		"<< /Type /Catalog /Pages 2 0 R /Names << /EmbeddedFiles << /Names [(bomb.bin) 6 0 R] >> >> >>",
 		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
 		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
-		"<< /Length " + strconv.Itoa(len(content)) + " >>\nstream\n" + content + "\nendstream",
-		"<< /Type /EmbeddedFile /Filter /FlateDecode /Length " + strconv.Itoa(z.Len()) + " >>\nstream\n" + z.String() + "\nendstream",
+		"<< /Length "+strconv.Itoa(len(content))+" >>\nstream\n"+content+"\nendstream",
+		"<< /Type /EmbeddedFile /Filter /FlateDecode /Length "+strconv.Itoa(z.Len())+" >>\nstream\n"+z.String()+"\nendstream",
 		"<< /Type /Filespec /F (bomb.bin) /UF (bomb.bin) /EF << /F 5 0 R >> >>",
-	})
+	)
 }
 
 // helveticaPDF is a one-page PDF whose text is set in Helvetica, a font it
 // does not embed (as many PDF writers do).
 func helveticaPDF() []byte {
 	content := "BT /F1 24 Tf 72 720 Td (Helvetica, not embedded) Tj ET"
-	return rawPDF([]string{
+	return rawpdf.Build(
 		"<< /Type /Catalog /Pages 2 0 R >>",
 		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
 		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>",
-		"<< /Length " + strconv.Itoa(len(content)) + " >>\nstream\n" + content + "\nendstream",
+		"<< /Length "+strconv.Itoa(len(content))+" >>\nstream\n"+content+"\nendstream",
 		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-	})
-}
-
-// rawPDF writes objs as objects 1… of a PDF with a classic xref table.
-func rawPDF(objs []string) []byte {
-	var b bytes.Buffer
-	b.WriteString("%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
-	offsets := make([]int, len(objs))
-	for i, o := range objs {
-		offsets[i] = b.Len()
-		b.WriteString(strconv.Itoa(i+1) + " 0 obj\n" + o + "\nendobj\n")
-	}
-	xref := b.Len()
-	b.WriteString("xref\n0 " + strconv.Itoa(len(objs)+1) + "\n0000000000 65535 f \n")
-	for _, off := range offsets {
-		s := strconv.Itoa(off)
-		b.WriteString(strings.Repeat("0", 10-len(s)) + s + " 00000 n \n")
-	}
-	b.WriteString("trailer\n<< /Size " + strconv.Itoa(len(objs)+1) + " /Root 1 0 R >>\nstartxref\n" + strconv.Itoa(xref) + "\n%%EOF\n")
-	return b.Bytes()
+	)
 }

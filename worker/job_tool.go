@@ -16,6 +16,7 @@ import (
 	"github.com/docrender/docrender/proto/jobspb"
 	"github.com/docrender/docrender/worker/pdfedit"
 	"github.com/docrender/docrender/worker/pdfium"
+	"github.com/docrender/docrender/worker/poppler"
 )
 
 // toolOutput is what a tool made, before it is stored.
@@ -125,18 +126,28 @@ func (w *Worker) runTool(ctx context.Context, tj *jobspb.ToolJob, data []byte) (
 	return out, nil
 }
 
-// text is /pdf/text: PDFium's text, or its Markdown.
+// text is /pdf/text: pdftotext's plain text where it reads the PDF
+// (plainText), else PDFium's; PDFium's Markdown.
 func (w *Worker) text(ctx context.Context, out *toolOutput, data []byte, t *jobspb.TextTool) (*toolOutput, error) {
-	eng, pages, err := w.pdfiumFor(ctx, t.Pages)
+	pages, err := pdfopts.ExpandPages("pages", t.Pages, pdfopts.MaxToolPages)
+	if err != nil {
+		return nil, err
+	}
+	out.meta.ContentType = "text/plain; charset=utf-8"
+	if t.Markdown {
+		out.meta.ContentType = "text/markdown; charset=utf-8"
+	} else if s, err := w.plainText(ctx, data, pages); !errors.Is(err, poppler.ErrNotRead) {
+		out.data = []byte(s)
+		return out, err
+	}
+	eng, err := w.pdfium.get(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var s string
 	if t.Markdown {
-		out.meta.ContentType = "text/markdown; charset=utf-8"
 		s, err = eng.Markdown(ctx, data, pages)
 	} else {
-		out.meta.ContentType = "text/plain; charset=utf-8"
 		s, err = eng.Text(ctx, data, pages)
 	}
 	if err != nil {
@@ -144,6 +155,30 @@ func (w *Worker) text(ctx context.Context, out *toolOutput, data []byte, t *jobs
 	}
 	out.data = []byte(s)
 	return out, nil
+}
+
+// plainText is the text of pages (nil: all) read by pdftotext, checked
+// against the page count PDFium would check them against.
+// poppler.ErrNotRead: no pdftotext here, a count that cannot be read
+// quickly, or a PDF pdftotext does not read as expected: PDFium reads it.
+func (w *Worker) plainText(ctx context.Context, data []byte, pages []int) (string, error) {
+	if w.pdftotext == nil {
+		return "", poppler.ErrNotRead
+	}
+	n, err := pdfedit.PageCount(ctx, data)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", poppler.ErrNotRead, err)
+	}
+	idx, err := pdfium.PageIndexes(n, pages, pdfium.DefaultMaxPages)
+	if err != nil {
+		return "", err
+	}
+	s, err := w.pdftotext.Text(ctx, data, idx)
+	var large *poppler.TooLargeError
+	if errors.As(err, &large) {
+		return "", &pdfium.BadInputError{Param: "pages", Msg: large.Error(), Err: err}
+	}
+	return s, err
 }
 
 // images is /pdf/images: one image when there is one page to show, else a

@@ -6,11 +6,14 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/docrender/docrender/proto/jobspb"
 	"github.com/docrender/docrender/worker/pdfium"
+	"github.com/docrender/docrender/worker/poppler"
 )
 
 // TestToolRefusals: what the document makes of an option is a BAD_INPUT
@@ -91,5 +94,70 @@ func TestNumbered(t *testing.T) {
 	got = numbered("", 2, func(i int) int { return []int{100, 3}[i] }, "pdf")
 	if !slices.Equal(got, []string{"document-100.pdf", "document-003.pdf"}) {
 		t.Errorf("%v", got)
+	}
+}
+
+// TestTextEngines: /pdf/text's plain text is pdftotext's where it reads the
+// PDF, in the order asked and checked against the page count as PDFium
+// checks it; a PDF it cannot open, or a worker without it, is read by
+// PDFium, which refuses what it refuses in its words.
+func TestTextEngines(t *testing.T) {
+	pdf, err := os.ReadFile("pdfedit/testdata/chromium.pdf") // 2 pages
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := exec.Command("pdftotext", "-q", "-enc", "UTF-8", "pdfedit/testdata/chromium.pdf", "-").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := strings.SplitAfter(string(cli), "\f")
+	pdftotext, err := poppler.New(poppler.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &Worker{pdftotext: pdftotext, pdfium: &lazy[*pdfium.Engine]{
+		start: func(ctx context.Context) (*pdfium.Engine, error) {
+			return pdfium.New(ctx, pdfium.Config{InProcess: true})
+		},
+		stop: func(e *pdfium.Engine) { _ = e.Close() },
+	}}
+	t.Cleanup(w.pdfium.close)
+	text := func(w *Worker, data []byte, spec string) (string, error) {
+		out, err := w.runTool(context.Background(), &jobspb.ToolJob{InputName: "in.pdf", Tool: &jobspb.ToolJob_Text{Text: &jobspb.TextTool{Pages: spec}}}, data)
+		if err != nil {
+			return "", err
+		}
+		return string(out.data), nil
+	}
+	for _, tc := range []struct{ spec, want string }{{"", pages[0] + pages[1]}, {"2,1", pages[1] + pages[0]}, {"2", pages[1]}} {
+		if got, err := text(w, pdf, tc.spec); err != nil || got != tc.want {
+			t.Errorf("pages %q: %q %v, want pdftotext's %q", tc.spec, got, err, tc.want)
+		}
+	}
+	// PDFium's reading, without pdftotext: the same words.
+	plain := &Worker{pdfium: w.pdfium}
+	if got, err := text(plain, pdf, "2,1"); err != nil || strings.Join(strings.Fields(got), " ") != strings.Join(strings.Fields(pages[1]+pages[0]), " ") {
+		t.Errorf("PDFium: %q %v, want the words of %q", got, err, pages[1]+pages[0])
+	}
+	// Refusals, the same whichever engine read.
+	encrypted, err := os.ReadFile("pdfium/testdata/encrypted.pdf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []*Worker{w, plain} {
+		for _, tc := range []struct {
+			name, spec, field string
+			data              []byte
+		}{
+			{"page past the end", "3", "pages", pdf},
+			{"truncated", "", "files", pdf[:len(pdf)/3]},
+			{"a password", "", "files", encrypted},
+		} {
+			_, err := text(w, tc.data, tc.spec)
+			res, rerr := toolFailure("in.pdf", err)
+			if rerr != nil || res == nil || res.ErrorKind != jobspb.ErrorKind_ERROR_KIND_BAD_INPUT || res.ErrorField != tc.field {
+				t.Errorf("pdftotext %t, %s: %v → %v %v, want BAD_INPUT naming %q", w.pdftotext != nil, tc.name, err, res, rerr, tc.field)
+			}
+		}
 	}
 }

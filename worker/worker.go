@@ -25,6 +25,7 @@ import (
 	"github.com/docrender/docrender/worker/egress"
 	"github.com/docrender/docrender/worker/office"
 	"github.com/docrender/docrender/worker/pdfium"
+	"github.com/docrender/docrender/worker/poppler"
 	"github.com/docrender/docrender/worker/render"
 	"github.com/docrender/docrender/worker/sign"
 )
@@ -56,6 +57,9 @@ type Worker struct {
 	templates *templateCache
 	// pdfium reads text and renders pages for the PDF tools (DESIGN §11).
 	pdfium *lazy[*pdfium.Engine]
+	// pdftotext reads plain text for /pdf/text, faster than PDFium; nil
+	// where poppler is not installed (PDFium reads it).
+	pdftotext *poppler.Engine
 	// office converts office documents (DESIGN §11) on a worker of the
 	// office kind, started on its first job; officeErr is why this machine
 	// cannot (no LibreOffice): such a worker takes no office jobs.
@@ -87,6 +91,11 @@ func New(ctx context.Context, cfg config.Config, q *queue.Conn, blobs blob.Store
 			},
 			stop: func(e *pdfium.Engine) { _ = e.Close() },
 		}}
+	if cfg.Takes(jobspb.KindPDF) {
+		if w.pdftotext, err = poppler.New(poppler.Config{}); err != nil {
+			log.Warn("worker: no pdftotext: PDFium reads /pdf/text's plain text, about 3x slower (install poppler-utils)", "error", err)
+		}
+	}
 	if cfg.TSAURL != "" {
 		// The operator's TSA, outside the page egress rules (DESIGN §2).
 		w.tsa = &sign.TSA{URL: cfg.TSAURL}

@@ -64,7 +64,7 @@ func TestDockerfiles(t *testing.T) {
 	}{
 		{"gateway.Dockerfile", "gateway", "gcr.io/distroless/static-debian12:nonroot", nil},
 		{"worker.Dockerfile", "worker", "debian:bookworm-slim",
-			[]string{"chromium", "fonts-liberation2", "fonts-noto-core", "fonts-noto-cjk", "fonts-noto-color-emoji", "tini"}},
+			[]string{"chromium", "fonts-liberation2", "fonts-noto-core", "fonts-noto-cjk", "fonts-noto-color-emoji", "poppler-utils", "tini"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {
@@ -113,12 +113,13 @@ func TestDockerfiles(t *testing.T) {
 			}
 		})
 	}
-	// scripts/setup and the worker image install the same browser and fonts.
+	// scripts/setup and the worker image install the same browser, fonts
+	// and pdftotext.
 	setup, err := os.ReadFile("../../scripts/setup")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, pkg := range tests[1].wantPackage[:5] {
+	for _, pkg := range tests[1].wantPackage[:6] {
 		if !regexp.MustCompile(`[\s(]` + regexp.QuoteMeta(pkg) + `[\s)]`).Match(setup) {
 			t.Errorf("scripts/setup no longer installs %s: keep the worker image in step", pkg)
 		}

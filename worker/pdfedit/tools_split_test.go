@@ -3,9 +3,10 @@ package pdfedit
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/docrender/docrender/pkg/testenv/rawpdf"
 )
 
 // TestSplitTagged: a tagged Chromium PDF (its structure tree is left out
@@ -55,21 +56,7 @@ func TestSplitBrokenStructTree(t *testing.T) {
 		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents 7 0 R >>",
 		"<< /Length 34 >>\nstream\nBT /F1 12 Tf 72 700 Td (two) Tj ET\nendstream",
 	}
-	var b bytes.Buffer
-	b.WriteString("%PDF-1.7\n")
-	offs := make([]int, len(objs))
-	for i, o := range objs {
-		offs[i] = b.Len()
-		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
-	}
-	xref := b.Len()
-	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
-	for _, o := range offs {
-		fmt.Fprintf(&b, "%010d 00000 n \n", o)
-	}
-	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
-
-	parts, err := Split(context.Background(), bytes.NewReader(b.Bytes()), "2,1", 0, 10)
+	parts, err := Split(context.Background(), bytes.NewReader(rawpdf.Build(objs...)), "2,1", 0, 10)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -377,21 +377,28 @@ func fail(err error) error {
 // pageList turns the 1-based pages asked for (none: all) into 0-based
 // indexes, bounded before anything is read.
 func (e *Engine) pageList(in gopdfium.Pdfium, doc references.FPDF_DOCUMENT, pages []int) ([]int, error) {
-	if len(pages) > e.cfg.MaxPages {
-		return nil, badInput("pages", "%d pages asked; at most %d can be read at once", len(pages), e.cfg.MaxPages)
-	}
 	n, err := in.FPDF_GetPageCount(&requests.FPDF_GetPageCount{Document: doc})
 	if err != nil {
 		return nil, fail(err)
 	}
-	if n.PageCount <= 0 {
+	return PageIndexes(n.PageCount, pages, e.cfg.MaxPages)
+}
+
+// PageIndexes are the 0-based indexes of pages (1-based; none: all) in a
+// document of count pages, at most maxPages of them; a *BadInputError
+// names what is wrong. The engines that read pages check them here.
+func PageIndexes(count int, pages []int, maxPages int) ([]int, error) {
+	if len(pages) > maxPages {
+		return nil, badInput("pages", "%d pages asked; at most %d can be read at once", len(pages), maxPages)
+	}
+	if count <= 0 {
 		return nil, badInput("file", "the PDF has no pages")
 	}
 	if len(pages) == 0 {
-		if n.PageCount > e.cfg.MaxPages {
-			return nil, badInput("pages", "the PDF has %d pages; at most %d can be read at once: ask for some with pages", n.PageCount, e.cfg.MaxPages)
+		if count > maxPages {
+			return nil, badInput("pages", "the PDF has %d pages; at most %d can be read at once: ask for some with pages", count, maxPages)
 		}
-		idx := make([]int, n.PageCount)
+		idx := make([]int, count)
 		for i := range idx {
 			idx[i] = i
 		}
@@ -399,8 +406,8 @@ func (e *Engine) pageList(in gopdfium.Pdfium, doc references.FPDF_DOCUMENT, page
 	}
 	idx := make([]int, len(pages))
 	for i, p := range pages {
-		if p < 1 || p > n.PageCount {
-			return nil, badInput("pages", "page %d does not exist: the PDF has %d pages", p, n.PageCount)
+		if p < 1 || p > count {
+			return nil, badInput("pages", "page %d does not exist: the PDF has %d pages", p, count)
 		}
 		idx[i] = p - 1
 	}

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docrender/docrender/pkg/testenv/rawpdf"
 	"github.com/gen2brain/webp"
 	gopdfium "github.com/klippa-app/go-pdfium"
 	"github.com/klippa-app/go-pdfium/references"
@@ -63,7 +64,7 @@ func pageWords(text string) [][]string {
 // asked.
 func TestText(t *testing.T) {
 	e := engine(t)
-	gen := textPDF(612, 792, []string{"Hello world", "second line here"}, []string{"Page two (text)"}, []string{"Third page"})
+	gen := rawpdf.TextPages(612, 792, []string{"Hello world", "second line here"}, []string{"Page two (text)"}, []string{"Third page"})
 	for _, tc := range []struct {
 		name  string
 		pdf   []byte
@@ -115,8 +116,8 @@ func TestText(t *testing.T) {
 // it where the page has text, and on white paper.
 func TestImages(t *testing.T) {
 	e := engine(t)
-	letter := textPDF(612, 792, []string{"Hello"})
-	odd := textPDF(200.5, 100.25, []string{"x"}, []string{"y"})
+	letter := rawpdf.TextPages(612, 792, []string{"Hello"})
+	odd := rawpdf.TextPages(200.5, 100.25, []string{"x"}, []string{"y"})
 	for _, tc := range []struct {
 		name   string
 		pdf    []byte
@@ -262,7 +263,7 @@ The plan has three parts.
 
 Done.
 `},
-		{"generated, one size", textPDF(612, 792, []string{"Just text", "and more"}), "Just text and more\n"},
+		{"generated, one size", rawpdf.TextPages(612, 792, []string{"Just text", "and more"}), "Just text and more\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := e.Markdown(context.Background(), tc.pdf, nil)
@@ -357,7 +358,7 @@ func TestTreeBlocks(t *testing.T) {
 func TestHostile(t *testing.T) {
 	e := engine(t)
 	ctx := context.Background()
-	good := textPDF(612, 792, []string{"still here"})
+	good := rawpdf.TextPages(612, 792, []string{"still here"})
 	tagged := readFile(t, "testdata/tagged.pdf")
 	many := manyPagesPDF(100_000)
 	text := func(pdf []byte, pages ...int) func() error {
@@ -381,7 +382,7 @@ func TestHostile(t *testing.T) {
 		{"page 0", text(good, 0), "pages", "page 0 does not exist"},
 		{"page past the end", text(good, 2), "pages", "page 2 does not exist"},
 		{"too many pages asked", text(good, make([]int, DefaultMaxPages+1)...), "pages", "at most"},
-		{"huge MediaBox at 600 dpi", images(textPDF(14400, 14400, []string{"x"}), "png", 600, 0), "dpi", "megapixels"},
+		{"huge MediaBox at 600 dpi", images(rawpdf.TextPages(14400, 14400, []string{"x"}), "png", 600, 0), "dpi", "megapixels"},
 		{"letter at 600 dpi", images(good, "png", 600, 0), "", ""}, // 33.7 MP
 		{"dpi past 600", images(good, "png", 601, 0), "dpi", "between 1 and 600"},
 		{"negative dpi", images(good, "png", -1, 0), "dpi", "between"},
@@ -426,7 +427,7 @@ func TestHostile(t *testing.T) {
 // and the instance it broke is replaced.
 func TestPanic(t *testing.T) {
 	e := engine(t)
-	err := e.run(context.Background(), textPDF(612, 792, []string{"x"}), func(gopdfium.Pdfium, references.FPDF_DOCUMENT) error {
+	err := e.run(context.Background(), rawpdf.TextPages(612, 792, []string{"x"}), func(gopdfium.Pdfium, references.FPDF_DOCUMENT) error {
 		panic("boom")
 	})
 	var bad *BadInputError
@@ -434,7 +435,7 @@ func TestPanic(t *testing.T) {
 		t.Fatalf("got %v, want an internal error naming the panic", err)
 	}
 	for range 3 { // more calls than instances: a replaced one serves too
-		if _, err := e.Text(context.Background(), textPDF(612, 792, []string{"x"}), nil); err != nil {
+		if _, err := e.Text(context.Background(), rawpdf.TextPages(612, 792, []string{"x"}), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -471,7 +472,7 @@ func TestContext(t *testing.T) {
 	e := engine(t)
 	done, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := e.Text(done, textPDF(612, 792, []string{"x"}), nil); !errors.Is(err, context.Canceled) {
+	if _, err := e.Text(done, rawpdf.TextPages(612, 792, []string{"x"}), nil); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
 	}
 	long := readFile(t, benchPDF)
@@ -484,7 +485,7 @@ func TestContext(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("stopped after %v", d)
 	}
-	if _, err := e.Text(context.Background(), textPDF(612, 792, []string{"x"}), nil); err != nil {
+	if _, err := e.Text(context.Background(), rawpdf.TextPages(612, 792, []string{"x"}), nil); err != nil {
 		t.Fatal(err)
 	}
 
@@ -504,7 +505,7 @@ func TestContext(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("stopped after %v", d)
 	}
-	if _, err := ie.Text(context.Background(), textPDF(612, 792, []string{"x"}), nil); err != nil {
+	if _, err := ie.Text(context.Background(), rawpdf.TextPages(612, 792, []string{"x"}), nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -576,7 +577,7 @@ func callAtOnce(t *testing.T, e *Engine, callers int) {
 	for i := range callers {
 		wg.Go(func() {
 			want := fmt.Sprintf("caller %d", i)
-			got, err := e.Text(context.Background(), textPDF(612, 792, []string{want}), nil)
+			got, err := e.Text(context.Background(), rawpdf.TextPages(612, 792, []string{want}), nil)
 			if err == nil && got != want+"\n\f" {
 				err = fmt.Errorf("got %q, want %q", got, want)
 			}
@@ -596,7 +597,7 @@ func callAtOnce(t *testing.T, e *Engine, callers int) {
 // crash; the seeds run in plain `go test`.
 func FuzzText(f *testing.F) {
 	tagged := readFile(f, "testdata/tagged.pdf")
-	f.Add(textPDF(612, 792, []string{"seed"}))
+	f.Add(rawpdf.TextPages(612, 792, []string{"seed"}))
 	f.Add(tagged[:len(tagged)/3])
 	f.Add([]byte("%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\ntrailer << /Root 1 0 R >>"))
 	f.Add(bombPDF(4 << 20))

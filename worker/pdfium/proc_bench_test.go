@@ -3,6 +3,8 @@ package pdfium
 import (
 	"context"
 	"testing"
+
+	"github.com/docrender/docrender/pkg/testenv/rawpdf"
 )
 
 // BenchmarkTextChild: Text of the 50-page benchmark document through child
@@ -31,7 +33,7 @@ func BenchmarkTextChild(b *testing.B) {
 	// Small calls, where the round trip's share is largest: one page of
 	// the 50 (the whole 0.6 MB document crosses the pipe), and a one-line
 	// PDF of 600 bytes.
-	tiny := textPDF(612, 792, []string{"Hello"})
+	tiny := rawpdf.TextPages(612, 792, []string{"Hello"})
 	for _, tc := range []struct {
 		name  string
 		pdf   []byte

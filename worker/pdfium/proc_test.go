@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docrender/docrender/pkg/testenv/rawpdf"
 	"github.com/docrender/docrender/pkg/testenv/syncbuf"
 )
 
@@ -56,7 +57,7 @@ func newChildEngine(t *testing.T, cfg Config) *Engine {
 func TestChildSameOutput(t *testing.T) {
 	ce, ie := childEngine(t), engine(t)
 	ctx := context.Background()
-	gen := textPDF(612, 792, []string{"Hello world", "second line here"}, []string{"Page two (text)"}, []string{"Third page"})
+	gen := rawpdf.TextPages(612, 792, []string{"Hello world", "second line here"}, []string{"Page two (text)"}, []string{"Third page"})
 	tagged, untagged, long := readFile(t, "testdata/tagged.pdf"), readFile(t, "testdata/untagged.pdf"), readFile(t, benchPDF)
 	type result struct {
 		text string
@@ -132,7 +133,7 @@ var slowPDF = sync.OnceValue(func() []byte { return bombPDF(200 << 20) })
 // child killed; the next call is served by a new child.
 func TestChildDeadline(t *testing.T) {
 	e := newChildEngine(t, Config{Instances: 1})
-	good := textPDF(612, 792, []string{"still here"})
+	good := rawpdf.TextPages(612, 792, []string{"still here"})
 	for _, tc := range []struct {
 		name string
 		ctx  func() (context.Context, context.CancelFunc)
@@ -193,7 +194,7 @@ func TestChildKilled(t *testing.T) {
 		t.Fatalf("got %v, want an instance failure", err)
 	}
 	t.Logf("%v after %v", err, time.Since(start).Round(time.Millisecond))
-	if got, err := e.Text(context.Background(), textPDF(612, 792, []string{"x"}), nil); err != nil || got != "x\n\f" {
+	if got, err := e.Text(context.Background(), rawpdf.TextPages(612, 792, []string{"x"}), nil); err != nil || got != "x\n\f" {
 		t.Fatalf("next call: %q, %v", got, err)
 	}
 	if got := e.Replacements(); got[ReplacedFailed] != 1 || got[ReplacedDeadline] != 0 {
@@ -217,7 +218,7 @@ func TestChildGarbage(t *testing.T) {
 			var logs syncBuffer
 			e := newChildEngine(t, Config{Instances: 1, childMode: tc.mode, Log: slog.New(slog.NewTextHandler(&logs, nil))})
 			start := time.Now()
-			_, err := e.Images(context.Background(), textPDF(612, 792, []string{"x"}), nil, "png", 72, 0)
+			_, err := e.Images(context.Background(), rawpdf.TextPages(612, 792, []string{"x"}), nil, "png", 72, 0)
 			if err == nil || !strings.Contains(err.Error(), "instance failed") || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want an instance failure: …%s…", err, tc.want)
 			}
@@ -280,7 +281,7 @@ func TestChildIsolated(t *testing.T) {
 	if os.Getenv(noUsernsEnv) != "" && (e.procs.netns.Load() || self != theirs) {
 		t.Errorf("without user namespaces: netns %v, child's %s, worker's %s", e.procs.netns.Load(), theirs, self)
 	}
-	if got, err := e.Text(context.Background(), textPDF(612, 792, []string{"x"}), nil); err != nil || got != "x\n\f" {
+	if got, err := e.Text(context.Background(), rawpdf.TextPages(612, 792, []string{"x"}), nil); err != nil || got != "x\n\f" {
 		t.Errorf("text: %q, %v", got, err)
 	}
 }
@@ -440,7 +441,7 @@ func TestChildRecycle(t *testing.T) {
 	if _, err := e.Text(context.Background(), bombPDF(80<<20), nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Text(context.Background(), textPDF(612, 792, []string{"x"}), nil); err != nil {
+	if _, err := e.Text(context.Background(), rawpdf.TextPages(612, 792, []string{"x"}), nil); err != nil {
 		t.Fatal(err)
 	}
 	after := e.procs.pids()
@@ -469,7 +470,7 @@ func TestChildStartOutlivesCaller(t *testing.T) {
 		t.Fatalf("New under a 20 ms context: %v", err)
 	}
 	defer e.Close()
-	if got, err := e.Text(context.Background(), textPDF(612, 792, []string{"served"}), nil); err != nil || got != "served\n\f" {
+	if got, err := e.Text(context.Background(), rawpdf.TextPages(612, 792, []string{"served"}), nil); err != nil || got != "served\n\f" {
 		t.Fatalf("text %q, %v", got, err)
 	}
 }
@@ -488,7 +489,7 @@ func TestChildYield(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	slow := slowPagesPDF(2*minSpreadPages, 40<<20)
+	slow := rawpdf.SlowPages(2*minSpreadPages, 40<<20)
 	type answer struct {
 		text string
 		err  error
@@ -502,7 +503,7 @@ func TestChildYield(t *testing.T) {
 	}()
 	time.Sleep(500 * time.Millisecond) // both children at work
 	asked := time.Now()
-	got, err := e.Text(context.Background(), textPDF(612, 792, []string{"my turn"}), nil)
+	got, err := e.Text(context.Background(), rawpdf.TextPages(612, 792, []string{"my turn"}), nil)
 	waited := time.Since(asked)
 	if err != nil || got != "my turn\n\f" {
 		t.Fatalf("the waiting call: %q, %v", got, err)

@@ -1,0 +1,234 @@
+// Package poppler reads the plain text of PDFs with poppler's pdftotext
+// (DESIGN §11, /pdf/text), run as a bounded child process per part of the
+// pages asked.
+//
+// Why pdftotext and not PDFium, which reads the Markdown: the same 50-page
+// document's text takes pdftotext ~70 ms on one core and PDFium in
+// WebAssembly ~250 ms of CPU (docs/decisions.md "PDF tools: engines").
+// pdftotext is the reference this route is measured against, it keeps
+// reading order as PDFium does, and as a process of its own it is bounded
+// like LibreOffice: an address-space limit, the job's deadline (killed), a
+// cap on what it writes, no files (the PDF arrives on stdin), no network.
+//
+// Anything this engine cannot read the way it expects (a PDF pdftotext
+// cannot open, its memory bound, pages it did not write) is ErrNotRead:
+// the caller reads it with PDFium as before, so a file PDFium reads is
+// never refused here.
+package poppler
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ErrNotRead is a PDF this engine leaves to another: its text was not read.
+var ErrNotRead = errors.New("poppler: text not read")
+
+// Defaults of Config.
+const (
+	DefaultMaxMemory = 1 << 30
+	DefaultMaxOutput = 512 << 20
+	// minPartPages: fewer pages than this a process are read by one; a
+	// process costs ~3 ms to start and parse the document again.
+	minPartPages = 8
+	maxStderr    = 4 << 10
+)
+
+// Config sizes an Engine. Zero fields take the defaults above.
+type Config struct {
+	// Path is pdftotext's; "" looks it up in PATH.
+	Path string
+	// MaxMemory bounds each process's address space (RLIMIT_AS), in bytes.
+	MaxMemory int64
+	// MaxOutput bounds the text of one call, in bytes.
+	MaxOutput int64
+	// Parts bounds the processes one call runs at once; 0: one a core.
+	Parts int
+}
+
+// Engine runs pdftotext.
+type Engine struct {
+	cfg Config
+}
+
+// New finds pdftotext. An error says it is not installed: the caller then
+// reads text another way.
+func New(cfg Config) (*Engine, error) {
+	if cfg.Path == "" {
+		cfg.Path = "pdftotext"
+	}
+	p, err := exec.LookPath(cfg.Path)
+	if err != nil {
+		return nil, fmt.Errorf("poppler: %w", err)
+	}
+	cfg.Path = p
+	if cfg.MaxMemory <= 0 {
+		cfg.MaxMemory = DefaultMaxMemory
+	}
+	if cfg.MaxOutput <= 0 {
+		cfg.MaxOutput = DefaultMaxOutput
+	}
+	if cfg.Parts <= 0 {
+		cfg.Parts = runtime.GOMAXPROCS(0)
+	}
+	return &Engine{cfg: cfg}, nil
+}
+
+// TooLargeError is text past MaxOutput: the client asks for fewer pages.
+type TooLargeError struct{ Max int64 }
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("the text of these pages is larger than %d bytes: ask for fewer pages", e.Max)
+}
+
+// Text is the text of the pages idx (0-based, in the order asked, each
+// checked against the document's count by the caller) as pdftotext writes
+// it: each page's lines, then a form feed. The span from the first page
+// asked to the last is read in contiguous parts at once (one process a
+// part) and the pages are taken from it in the order asked.
+func (e *Engine) Text(ctx context.Context, pdf []byte, idx []int) (string, error) {
+	if len(idx) == 0 {
+		return "", nil
+	}
+	lo, hi := idx[0], idx[0]
+	for _, i := range idx {
+		lo, hi = min(lo, i), max(hi, i)
+	}
+	span := hi - lo + 1
+	parts := max(1, min(e.cfg.Parts, span/minPartPages))
+	pages := make([]string, span) // page lo+k's text, its form feed included
+	errs := make([]error, parts)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	for p := range parts {
+		from, to := lo+p*span/parts, lo+(p+1)*span/parts // [from, to)
+		wg.Go(func() {
+			errs[p] = e.part(ctx, pdf, from, to, pages[from-lo:to-lo])
+			if errs[p] != nil {
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	if err := firstError(errs); err != nil {
+		return "", err
+	}
+	var n int64
+	for _, i := range idx {
+		n += int64(len(pages[i-lo]))
+	}
+	if n > e.cfg.MaxOutput {
+		return "", &TooLargeError{Max: e.cfg.MaxOutput}
+	}
+	var out bytes.Buffer
+	out.Grow(int(n))
+	for _, i := range idx {
+		out.WriteString(pages[i-lo])
+	}
+	return out.String(), nil
+}
+
+// firstError is the error that explains the others: a context's error
+// only when nothing else went wrong (the parts after a failure are
+// cancelled).
+func firstError(errs []error) error {
+	var ctxErr error
+	for _, err := range errs {
+		switch {
+		case err == nil:
+		case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+			if ctxErr == nil {
+				ctxErr = err
+			}
+		default:
+			return err
+		}
+	}
+	return ctxErr
+}
+
+// part reads pages [from, to) (0-based) into out, one string a page.
+func (e *Engine) part(ctx context.Context, pdf []byte, from, to int, out []string) error {
+	cmd := exec.CommandContext(ctx, e.cfg.Path, "-q", "-enc", "UTF-8",
+		"-f", strconv.Itoa(from+1), "-l", strconv.Itoa(to), "-", "-")
+	cmd.Env = []string{"LANG=C.UTF-8"}
+	cmd.Dir = "/"
+	cmd.SysProcAttr = procAttr()
+	cmd.WaitDelay = time.Second
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return fmt.Errorf("poppler: %w", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return fmt.Errorf("poppler: %w", err)
+	}
+	var stderr capped
+	stderr.max = maxStderr
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("poppler: start pdftotext: %w", err)
+	}
+	// Bounded before it reads a byte of the PDF: the PDF is written after.
+	if err := limit(cmd.Process.Pid, e.cfg.MaxMemory); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return fmt.Errorf("poppler: bound pdftotext: %w", err)
+	}
+	go func() {
+		_, _ = stdin.Write(pdf)
+		_ = stdin.Close()
+	}()
+	text, readErr := io.ReadAll(io.LimitReader(stdout, e.cfg.MaxOutput+1))
+	tooLarge := int64(len(text)) > e.cfg.MaxOutput
+	if tooLarge {
+		_ = cmd.Process.Kill()
+	}
+	waitErr := cmd.Wait()
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("poppler: pdftotext: %w", ctx.Err())
+	case tooLarge:
+		return &TooLargeError{Max: e.cfg.MaxOutput}
+	case readErr != nil:
+		return fmt.Errorf("poppler: read pdftotext: %w", readErr)
+	case waitErr != nil:
+		// Exit 1: a PDF it cannot open (damaged, a password); a signal:
+		// its memory bound. PDFium reads or refuses each in its words.
+		return fmt.Errorf("%w: pdftotext %v: %s", ErrNotRead, waitErr, bytes.TrimSpace(stderr.buf.Bytes()))
+	}
+	// One form feed a page: a page whose text holds a form feed, or fewer
+	// pages than the count said, cannot be cut by page here.
+	if bytes.Count(text, []byte{'\f'}) != to-from {
+		return fmt.Errorf("%w: pdftotext wrote %d pages of %d", ErrNotRead, bytes.Count(text, []byte{'\f'}), to-from)
+	}
+	s := string(text)
+	for k := range out {
+		end := strings.IndexByte(s, '\f') + 1
+		out[k], s = s[:end], s[end:]
+	}
+	return nil
+}
+
+// capped keeps the first max bytes written to it.
+type capped struct {
+	buf bytes.Buffer
+	max int
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := c.max - c.buf.Len(); room > 0 {
+		c.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
