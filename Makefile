@@ -47,7 +47,7 @@ soak: setup build
 # in make test as plain tests). One target per go test -fuzz call.
 FUZZTIME ?= 60s
 FUZZ_TARGETS := pkg/pdfopts:FuzzParseJSON pkg/limits:FuzzImage pkg/qr:FuzzRequest pkg/tmpl:FuzzRender \
-	worker/pdfedit:FuzzMerge worker/pdfedit:FuzzInspect worker/pdfedit:FuzzWatermarkImage worker/pdfedit:FuzzPageCount worker/pdfcheck:FuzzCheck worker/sign:FuzzRead \
+	worker/pdfedit:FuzzMerge worker/pdfedit:FuzzInspect worker/pdfedit:FuzzWatermarkImage worker/pdfedit:FuzzPageCount worker/pdfedit:FuzzLazySplit worker/pdfium:FuzzText worker:FuzzTextTool worker/pdfcheck:FuzzCheck worker/sign:FuzzRead \
 	gateway/server:FuzzMultipart
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

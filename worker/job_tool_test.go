@@ -10,7 +10,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/docrender/docrender/pkg/testenv/rawpdf"
 	"github.com/docrender/docrender/proto/jobspb"
 	"github.com/docrender/docrender/worker/pdfium"
 	"github.com/docrender/docrender/worker/poppler"
@@ -111,24 +113,7 @@ func TestTextEngines(t *testing.T) {
 		t.Fatal(err)
 	}
 	pages := strings.SplitAfter(string(cli), "\f")
-	pdftotext, err := poppler.New(poppler.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &Worker{pdftotext: pdftotext, pdfium: &lazy[*pdfium.Engine]{
-		start: func(ctx context.Context) (*pdfium.Engine, error) {
-			return pdfium.New(ctx, pdfium.Config{InProcess: true})
-		},
-		stop: func(e *pdfium.Engine) { _ = e.Close() },
-	}}
-	t.Cleanup(w.pdfium.close)
-	text := func(w *Worker, data []byte, spec string) (string, error) {
-		out, err := w.runTool(context.Background(), &jobspb.ToolJob{InputName: "in.pdf", Tool: &jobspb.ToolJob_Text{Text: &jobspb.TextTool{Pages: spec}}}, data)
-		if err != nil {
-			return "", err
-		}
-		return string(out.data), nil
-	}
+	w := textWorker(t)
 	for _, tc := range []struct{ spec, want string }{{"", pages[0] + pages[1]}, {"2,1", pages[1] + pages[0]}, {"2", pages[1]}} {
 		if got, err := text(w, pdf, tc.spec); err != nil || got != tc.want {
 			t.Errorf("pages %q: %q %v, want pdftotext's %q", tc.spec, got, err, tc.want)
@@ -160,4 +145,67 @@ func TestTextEngines(t *testing.T) {
 			}
 		}
 	}
+}
+
+// textWorker is a worker with both text engines, PDFium in-process.
+func textWorker(t testing.TB) *Worker {
+	t.Helper()
+	pdftotext, err := poppler.New(poppler.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &Worker{pdftotext: pdftotext, pdfium: &lazy[*pdfium.Engine]{
+		start: func(ctx context.Context) (*pdfium.Engine, error) {
+			return pdfium.New(ctx, pdfium.Config{InProcess: true, Interruptible: true})
+		},
+		stop: func(e *pdfium.Engine) { _ = e.Close() },
+	}}
+	t.Cleanup(w.pdfium.close)
+	return w
+}
+
+// text is /pdf/text's plain text of data's pages spec, as w reads it.
+func text(w *Worker, data []byte, spec string) (string, error) {
+	// The job's deadline, as in the service: a file that keeps an engine
+	// busy past it is answered TIMEOUT (e2e TestPDFToolsSlowPage).
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := w.runTool(ctx, &jobspb.ToolJob{InputName: "in.pdf", Tool: &jobspb.ToolJob_Text{Text: &jobspb.TextTool{Pages: spec}}}, data)
+	if err != nil {
+		return "", err
+	}
+	return string(out.data), nil
+}
+
+// FuzzTextTool: whatever the bytes, /pdf/text's plain text (pdftotext,
+// PDFium after it) is text ended by a form feed or the client's error,
+// never a crash or an internal error; the seeds run in plain go test.
+func FuzzTextTool(f *testing.F) {
+	pdf, err := os.ReadFile("pdfedit/testdata/chromium.pdf")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(pdf)
+	f.Add(pdf[:len(pdf)/2])
+	f.Add([]byte("%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\ntrailer << /Root 1 0 R >>"))
+	// A page tree whose /Count says 5 of its 1 page.
+	f.Add(rawpdf.Build("<< /Type /Catalog /Pages 2 0 R >>", "<< /Type /Pages /Kids [3 0 R] /Count 5 >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>", rawpdf.Stream("", "BT ET")))
+	f.Add(rawpdf.SlowPages(2, 4<<20))
+	w := textWorker(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := text(w, data, "")
+		if errors.Is(err, context.DeadlineExceeded) {
+			return
+		}
+		if err != nil {
+			if res, rerr := toolFailure("in.pdf", err); rerr != nil || res.ErrorKind != jobspb.ErrorKind_ERROR_KIND_BAD_INPUT {
+				t.Fatalf("not the client's error: %v", err)
+			}
+			return
+		}
+		if !strings.HasSuffix(got, "\f") {
+			t.Fatalf("no form feed: %q", got)
+		}
+	})
 }

@@ -371,6 +371,11 @@ func fail(err error) error {
 	if errors.As(err, &b) {
 		return err
 	}
+	if errors.Is(err, pdfiumerrors.ErrPage) {
+		// PDFium's answer, not a failure: a page the page tree counts
+		// (its /Count) but does not hold.
+		return &BadInputError{Param: "file", Err: err, Msg: "a page the PDF counts cannot be found: its page tree is damaged"}
+	}
 	return instanceFailed{err}
 }
 

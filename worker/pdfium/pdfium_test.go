@@ -601,6 +601,9 @@ func FuzzText(f *testing.F) {
 	f.Add(tagged[:len(tagged)/3])
 	f.Add([]byte("%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\ntrailer << /Root 1 0 R >>"))
 	f.Add(bombPDF(4 << 20))
+	// A page tree whose /Count says 5 of its 1 page.
+	f.Add(rawpdf.Build("<< /Type /Catalog /Pages 2 0 R >>", "<< /Type /Pages /Kids [3 0 R] /Count 5 >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>", rawpdf.Stream("", "BT ET")))
 	f.Fuzz(func(t *testing.T, pdf []byte) {
 		got, err := engine(t).Text(context.Background(), pdf, nil)
 		var bad *BadInputError
