@@ -808,9 +808,15 @@ func (r *breakRules) breaksBefore(n *html.Node) bool { return r.forces(n, r.befo
 func (r *breakRules) breaksAfter(n *html.Node) bool  { return r.forces(n, r.after, "after") }
 
 // sliceBytes is the share of a page's source one slice of a page cut
-// before loading is cut for, at most: ~700 pages of a dense ledger, within
-// what one Chromium print does (a 5,700-page one fails).
-const sliceBytes = 4 << 20
+// before loading is cut for, at most: ~190 pages of a dense ledger. A
+// renderer's time a page grows with its document (one 573-page half of the
+// 1,145-page ledger loads and prints in 1.8 + 4.3 s alone, 287 pages in
+// 0.5 + 1.0), and two large documents at once on the two cores slow each
+// other further (the two halves: 3.1-3.7 + 7.2-8.0 s each). So slices
+// stay small, several a tab: 1,145 pages in 2 slices 10.7-13.9 s, 4 slices
+// 8.7 s, 6 8.0 s, 8 7.8 s, 12 7.9 s (bench/cmd/longdoc, docs/benchmarks.md
+// "Session 16"); each slice costs a load of the head and a print call.
+const sliceBytes = 1 << 20
 
 // cutCount is how many slices a body of n bytes (replaced elements
 // weighed as a page each) is cut into: a multiple

@@ -180,7 +180,9 @@ func (run *sliceRun) printHere(tab *browser.Tab, s Slice, loaded bool) (err erro
 	}
 	var pdf []byte
 	if loaded {
+		start := time.Now()
 		pdf, err = printPDF(ctx, tab.Page(), run.req, nil)
+		run.r.log().DebugContext(ctx, "split: the job's slice printed", "print_ms", ms(time.Since(start)))
 	} else {
 		var heard *collector
 		var hooked *jobspb.Report

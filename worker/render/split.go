@@ -327,7 +327,9 @@ func (r *Renderer) printSlice(ctx context.Context, t *browser.Tab, job splitJob,
 		if job.rj.GetPrint().GetMediaScreen() {
 			spec.media = "screen"
 		}
-		err = r.load(ctx, t, spec, &progress{start: time.Now()}, func(_ egress.Site, c *collector, _ []bool) error {
+		prog := &progress{start: time.Now()}
+		err = r.load(ctx, t, spec, prog, func(_ egress.Site, c *collector, _ []bool) error {
+			prog.mark(stepHooks)
 			if pdf, err = printPDF(ctx, t.Page(), req, nil); err != nil {
 				return fmt.Errorf("slice of %d bytes: %w", len(html), err)
 			}
@@ -335,6 +337,7 @@ func (r *Renderer) printSlice(ctx context.Context, t *browser.Tab, job splitJob,
 			heard = c
 			return nil
 		})
+		r.log().DebugContext(ctx, "split: a slice printed in another tab", prog.timings("bytes", len(html))...)
 		if err != nil {
 			return nil, nil, nil, err
 		}
