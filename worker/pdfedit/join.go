@@ -204,6 +204,9 @@ type joiner struct {
 	// Per part, reset by add.
 	replaced map[types.IndirectRef]types.IndirectRef // element merged away → element it went into
 	idRename map[string]string                       // the part's ID → the one its element now has
+	// patchHeaders, when set (the lazy join), renames the part's /Headers
+	// in the objects' bytes, and says whether that was all of them.
+	patchHeaders func(rename map[string]string) bool
 }
 
 type idEntry struct {
@@ -703,6 +706,9 @@ func (j *joiner) addIDs(str types.Dict, i int) {
 // cell's header cells) of the part's elements after addIDs and mergeElem
 // renamed IDs.
 func (j *joiner) renameHeaders(each eachFunc) {
+	if j.patchHeaders != nil && j.patchHeaders(j.idRename) {
+		return
+	}
 	changed := false
 	fix := func(o types.Object) {
 		d, err := j.dest.DereferenceDict(o)

@@ -49,6 +49,9 @@ type lazyPart struct {
 	info int     // the Info dictionary's number, 0 if none
 	// sorted are the object numbers in the order of their offsets.
 	sorted []int32
+	// patched are objects whose value the join rewrote as bytes
+	// (patchHeaders), by object number: copied from here, not from data.
+	patched map[int][]byte
 }
 
 // lazyDoc is the parts being joined and the objects parsed from them.
@@ -199,6 +202,9 @@ type lazyObj struct {
 	body, end    int
 	stream       bool
 	data, length int
+	// patch, when set, is the object's value to write instead of
+	// data[body:end] (lazyPart.patched).
+	patch []byte
 }
 
 // locate finds object n of p.
@@ -243,6 +249,7 @@ func (p *lazyPart) locateObj(n int, lengthRef bool, refs func(ref int)) (lazyObj
 	}
 	o.end = end
 	if kw == "endobj" {
+		o.patch = p.patched[n]
 		return o, nil
 	}
 	// A stream: its data follows "stream" and an end of line.
@@ -338,6 +345,9 @@ func (p *lazyPart) parse(n int) (types.Object, error) {
 // rewrite appends object o's value with every reference renumbered by to
 // (-1: null) to dst.
 func (p *lazyPart) rewrite(dst []byte, o lazyObj, to func(int) int) ([]byte, error) {
+	if o.patch != nil {
+		return rewriteRefs(dst, o.patch, 0, to)
+	}
 	return rewriteRefs(dst, p.data[:o.end], o.body, to)
 }
 
@@ -402,26 +412,13 @@ func (d *lazyDoc) eachPart(i int, hint string, keep func([]byte) bool, f func(ty
 		}
 		pos := int64(at + k)
 		at += k + len(h)
-		// The object holding pos: the last one starting before it.
-		j, _ := slices.BinarySearchFunc(p.sorted, pos, func(n int32, pos int64) int {
-			if p.offs[n] < pos {
-				return -1
-			}
-			return 1
-		})
-		if j == 0 || j-1 == lastObj {
+		j, n, end := p.holding(pos)
+		if j < 0 || j == lastObj {
 			continue
 		}
-		lastObj = j - 1
-		n := int(p.sorted[j-1])
-		if keep != nil {
-			end := int64(len(b))
-			if j < len(p.sorted) {
-				end = p.offs[p.sorted[j]]
-			}
-			if !keep(b[p.offs[n]:end]) {
-				continue
-			}
+		lastObj = j
+		if keep != nil && !keep(b[p.offs[n]:end]) {
+			continue
 		}
 		nr := p.base + n
 		_, had := d.x.Table[nr]
@@ -439,6 +436,127 @@ func (d *lazyDoc) eachPart(i int, hint string, keep func([]byte) bool, f func(ty
 			}
 		}
 	}
+}
+
+// holding is the object whose bytes hold offset pos: the last one starting
+// before it, its number n, its index j in sorted (-1: none) and where the
+// next one starts.
+func (p *lazyPart) holding(pos int64) (j, n int, end int64) {
+	j, _ = slices.BinarySearchFunc(p.sorted, pos, func(n int32, pos int64) int {
+		if p.offs[n] < pos {
+			return -1
+		}
+		return 1
+	})
+	if j == 0 {
+		return -1, 0, 0
+	}
+	end = int64(len(p.data))
+	if j < len(p.sorted) {
+		end = p.offs[p.sorted[j]]
+	}
+	return j - 1, int(p.sorted[j-1]), end
+}
+
+// patchHeaders is renameHeaders over part i as bytes (joiner.patchHeaders):
+// in each object whose /Headers arrays hold plain literal strings, the
+// renamed ones are written anew into a patched copy of its value, which is
+// copied out as any other object, not parsed. Parsing and writing back
+// every cell of a long table cost half the join (slices loaded in
+// renderers of their own number their elements from the same start, so
+// many header IDs are renamed). false: some object holds its /Headers in
+// another form, or is parsed already: renameHeaders' parsed pass looks at
+// them all (the patched ones then hold nothing to rename).
+func (d *lazyDoc) patchHeaders(i int, rename map[string]string) bool {
+	p := d.parts[i]
+	h := []byte("/Headers")
+	all, last := true, -1
+	for at := 0; ; {
+		k := bytes.Index(p.data[at:], h)
+		if k < 0 {
+			break
+		}
+		pos := int64(at + k)
+		at += k + len(h)
+		j, n, _ := p.holding(pos)
+		if j < 0 || j == last {
+			continue
+		}
+		last = j
+		if _, parsed := d.x.Table[p.base+n]; parsed {
+			all = false
+			continue
+		}
+		o, err := p.locate(n)
+		if err != nil || o.stream {
+			all = false
+			continue
+		}
+		patch, ok := renameHeaderStrings(p.data[o.body:o.end], rename)
+		if !ok {
+			all = false
+			continue
+		}
+		if patch != nil {
+			if p.patched == nil {
+				p.patched = map[int][]byte{}
+			}
+			p.patched[n] = patch
+		}
+	}
+	return all
+}
+
+// renameHeaderStrings is value with each literal string of its /Headers
+// arrays that rename names written as its new name; nil when none is, and
+// ok false when an array holds anything but plain literal strings (a hex
+// string, an escape, a reference).
+func renameHeaderStrings(value []byte, rename map[string]string) (out []byte, ok bool) {
+	h := []byte("/Headers")
+	last := 0
+	for at := 0; ; {
+		k := bytes.Index(value[at:], h)
+		if k < 0 {
+			break
+		}
+		i := at + k + len(h)
+		at = i
+		if i < len(value) && !pdfDelim[value[i]] && !pdfSpace[value[i]] {
+			continue // a longer name
+		}
+		i = skipWS(value, i)
+		if i >= len(value) || value[i] != '[' {
+			return nil, false
+		}
+		for i = skipWS(value, i+1); i < len(value) && value[i] != ']'; i = skipWS(value, i) {
+			if value[i] != '(' {
+				return nil, false
+			}
+			e := bytes.IndexAny(value[i+1:], "()\\")
+			if e < 0 || value[i+1+e] != ')' {
+				return nil, false
+			}
+			e += i + 1
+			if to, renamed := rename[string(value[i+1:e])]; renamed {
+				lit, ok := newString(to).(types.StringLiteral)
+				if !ok {
+					return nil, false
+				}
+				out = append(append(append(out, value[last:i]...), '('), lit.Value()...)
+				out = append(out, ')')
+				last = e + 1
+			}
+			i = e + 1
+		}
+		if i >= len(value) {
+			return nil, false
+		}
+		at = i
+	}
+	if out == nil {
+		return nil, true
+	}
+	return append(out, value[last:]...), true
 }
 
 // eachDictIn calls f on o when it is a dictionary (or stream), and on the
@@ -1020,15 +1138,19 @@ func (j *joiner) addLazy(i int, d *lazyDoc) {
 		j.tagged = false
 		return
 	}
+	j.patchHeaders = func(rename map[string]string) bool { return d.patchHeaders(i, rename) }
 	j.addStruct(i, func(hint string, keep func([]byte) bool, f func(types.Dict) bool) { d.eachPart(i, hint, keep, f) }, strRef, str)
 }
 
 // mayName: the bytes of an object may name an ID renamed in this part
 // (renameHeaders' filter): they hold one as written, or an ID would not be
-// written as itself.
+// written as itself. With many IDs renamed (slices loaded in renderers of
+// their own number their elements from the same start: a 1,145-page table
+// renamed 102 header IDs and every one of its 260,000 cells was parsed),
+// each literal string of the object is looked up instead.
 func (j *joiner) mayName(b []byte) bool {
 	if len(j.idRename) > 16 {
-		return true
+		return j.namesRenamed(b)
 	}
 	for id := range j.idRename {
 		if id == "" || strings.ContainsAny(id, "()\\") || strings.ContainsFunc(id, func(r rune) bool { return r < 0x20 || r > 0x7e }) {
@@ -1036,6 +1158,32 @@ func (j *joiner) mayName(b []byte) bool {
 		}
 		if bytes.Contains(b, []byte(id)) {
 			return true
+		}
+	}
+	return false
+}
+
+// namesRenamed: one of b's literal strings is a renamed ID, or b holds a
+// string this scan does not decode (escapes, nesting, a hex string), which
+// might be one.
+func (j *joiner) namesRenamed(b []byte) bool {
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '<':
+			if i+1 < len(b) && b[i+1] == '<' {
+				i++ // a dictionary
+				continue
+			}
+			return true // a hex string
+		case '(':
+			end := bytes.IndexAny(b[i+1:], "()\\")
+			if end < 0 || b[i+1+end] != ')' {
+				return true
+			}
+			if _, ok := j.idRename[string(b[i+1:i+1+end])]; ok {
+				return true
+			}
+			i += 1 + end
 		}
 	}
 	return false

@@ -503,3 +503,32 @@ func TestLazyJoinStamped(t *testing.T) {
 		t.Fatal("page tree naming itself: no result after 30 s")
 	}
 }
+
+// TestRenameHeaderStrings: the lazy join renames /Headers IDs in an
+// object's bytes where its arrays hold plain literal strings, and leaves
+// any other form to the parsed pass (ok false).
+func TestRenameHeaderStrings(t *testing.T) {
+	rename := map[string]string{"node7": "node7-2", "a b": "x(y)"}
+	for _, tc := range []struct {
+		name, in, want string
+		ok             bool
+	}{
+		{"one renamed", "<< /S /TD /A << /O /Table /Headers [(node7)] >> >>", "<< /S /TD /A << /O /Table /Headers [(node7-2)] >> >>", true},
+		{"some of several", "<</Headers[ (node1) (node7)(a b) ]>>", "<</Headers[ (node1) (node7-2)(x\\(y\\)) ]>>", true},
+		{"two arrays", "[<</Headers [(node7)]>> <</Headers [(node7)]>>]", "[<</Headers [(node7-2)]>> <</Headers [(node7-2)]>>]", true},
+		{"nothing renamed", "<< /Headers [(node1) (node2)] >>", "", true},
+		{"a longer name", "<< /HeadersX (node7) /Headers [] >>", "", true},
+		{"the same string elsewhere", "<< /Alt (node7) /A << /Headers [(node1)] >> >>", "", true},
+		{"a hex string", "<< /Headers [<6E6F646537>] >>", "", false},
+		{"an escape", "<< /Headers [(node\\067)] >>", "", false},
+		{"a reference", "<< /Headers 12 0 R >>", "", false},
+		{"unterminated", "<< /Headers [(node7)", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, ok := renameHeaderStrings([]byte(tc.in), rename)
+			if ok != tc.ok || string(out) != tc.want {
+				t.Errorf("%q → %q, %t; want %q, %t", tc.in, out, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
