@@ -69,6 +69,9 @@ func TestDocumentBounds(t *testing.T) {
 		{name: "within", html: pagesHTMLOf(5), pages: 5},
 		{name: "past the plan's pages", html: pagesHTMLOf(8), want: "more than 5 pages"},
 		{name: "pageRanges within the bound", html: pagesHTMLOf(8), options: map[string]any{"pageRanges": "2-3"}, pages: 2},
+		// Cut before loading (split: true), its slices printed in two tabs
+		// at once: bounded as the slices print.
+		{name: "past the plan's pages, in slices", html: splitLedger(8), options: map[string]any{"split": true}, want: "more than 5 pages"},
 		{name: "past the output bound", html: `<!doctype html><body><img alt="noise" src="data:image/png;base64,` + noisePNG(t, 300) + `">`, want: "larger than 65536 bytes"},
 	}
 	for _, tc := range cases {
