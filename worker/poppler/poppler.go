@@ -27,6 +27,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -110,10 +111,11 @@ func (e *Engine) Text(ctx context.Context, pdf []byte, idx []int) (string, error
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
+	var read atomic.Int64 // bytes the parts have read so far, bounded by MaxOutput
 	for p := range parts {
 		from, to := lo+p*span/parts, lo+(p+1)*span/parts // [from, to)
 		wg.Go(func() {
-			errs[p] = e.part(ctx, pdf, from, to, pages[from-lo:to-lo])
+			errs[p] = e.part(ctx, pdf, from, to, pages[from-lo:to-lo], &read)
 			if errs[p] != nil {
 				cancel()
 			}
@@ -157,8 +159,10 @@ func firstError(errs []error) error {
 	return ctxErr
 }
 
-// part reads pages [from, to) (0-based) into out, one string a page.
-func (e *Engine) part(ctx context.Context, pdf []byte, from, to int, out []string) error {
+// part reads pages [from, to) (0-based) into out, one string a page;
+// read counts the bytes of all the parts at once, which together stay
+// within MaxOutput.
+func (e *Engine) part(ctx context.Context, pdf []byte, from, to int, out []string, read *atomic.Int64) error {
 	cmd := exec.CommandContext(ctx, e.cfg.Path, "-q", "-enc", "UTF-8",
 		"-f", strconv.Itoa(from+1), "-l", strconv.Itoa(to), "-", "-")
 	cmd.Env = []string{"LANG=C.UTF-8"}
@@ -189,8 +193,8 @@ func (e *Engine) part(ctx context.Context, pdf []byte, from, to int, out []strin
 		_, _ = stdin.Write(pdf)
 		_ = stdin.Close()
 	}()
-	text, readErr := io.ReadAll(io.LimitReader(stdout, e.cfg.MaxOutput+1))
-	tooLarge := int64(len(text)) > e.cfg.MaxOutput
+	text, readErr := readBounded(stdout, read, e.cfg.MaxOutput)
+	tooLarge := errors.Is(readErr, errTooLarge)
 	if tooLarge {
 		_ = cmd.Process.Kill()
 	}
@@ -218,6 +222,28 @@ func (e *Engine) part(ctx context.Context, pdf []byte, from, to int, out []strin
 		out[k], s = s[:end], s[end:]
 	}
 	return nil
+}
+
+var errTooLarge = errors.New("poppler: output past the bound")
+
+// readBounded reads r to its end, adding what it reads to total, and
+// stops with errTooLarge once total passes max.
+func readBounded(r io.Reader, total *atomic.Int64, max int64) ([]byte, error) {
+	var b []byte
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := r.Read(buf)
+		if total.Add(int64(n)) > max {
+			return b, errTooLarge
+		}
+		b = append(b, buf[:n]...)
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
 }
 
 // capped keeps the first max bytes written to it.
