@@ -136,8 +136,8 @@ func (w *Worker) text(ctx context.Context, out *toolOutput, data []byte, t *jobs
 	out.meta.ContentType = "text/plain; charset=utf-8"
 	if t.Markdown {
 		out.meta.ContentType = "text/markdown; charset=utf-8"
-	} else if s, err := w.plainText(ctx, data, pages); !errors.Is(err, poppler.ErrNotRead) {
-		out.data = []byte(s)
+	} else if b, err := w.plainText(ctx, data, pages); !errors.Is(err, poppler.ErrNotRead) {
+		out.data = b
 		return out, err
 	}
 	eng, err := w.pdfium.get(ctx)
@@ -157,28 +157,26 @@ func (w *Worker) text(ctx context.Context, out *toolOutput, data []byte, t *jobs
 	return out, nil
 }
 
-// plainText is the text of pages (nil: all) read by pdftotext, checked
-// against the page count PDFium would check them against.
-// poppler.ErrNotRead: no pdftotext here, a count that cannot be read
-// quickly, or a PDF pdftotext does not read as expected: PDFium reads it.
-func (w *Worker) plainText(ctx context.Context, data []byte, pages []int) (string, error) {
+// plainText is the text of pages (nil: all) read by pdftotext.
+// poppler.ErrNotRead: no pdftotext here, or a PDF or pages it does not
+// read as expected (pages that do not exist among them): PDFium reads it,
+// or refuses it in its words. The page count is only read where that costs
+// nothing (Chromium's layout): any other upload is never parsed here, only
+// by pdftotext under its bounds.
+func (w *Worker) plainText(ctx context.Context, data []byte, pages []int) ([]byte, error) {
 	if w.pdftotext == nil {
-		return "", poppler.ErrNotRead
+		return nil, poppler.ErrNotRead
 	}
-	n, err := pdfedit.PageCount(ctx, data)
-	if err != nil {
-		return "", fmt.Errorf("%w: %v", poppler.ErrNotRead, err)
-	}
-	idx, err := pdfium.PageIndexes(n, pages, pdfium.DefaultMaxPages)
-	if err != nil {
-		return "", err
-	}
-	s, err := w.pdftotext.Text(ctx, data, idx)
+	count, _ := pdfedit.QuickPageCount(data)
+	b, err := w.pdftotext.Text(ctx, data, pages, count, pdfium.DefaultMaxPages)
 	var large *poppler.TooLargeError
 	if errors.As(err, &large) {
-		return "", &pdfium.BadInputError{Param: "pages", Msg: large.Error(), Err: err}
+		return nil, &pdfium.BadInputError{Param: "pages", Msg: large.Error(), Err: err}
 	}
-	return s, err
+	if errors.Is(err, poppler.ErrNotRead) {
+		w.log.DebugContext(ctx, "pdf/text: PDFium reads it", "why", err)
+	}
+	return b, err
 }
 
 // images is /pdf/images: one image when there is one page to show, else a

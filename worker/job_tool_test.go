@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"os/exec"
 	"slices"
@@ -120,7 +121,7 @@ func TestTextEngines(t *testing.T) {
 		}
 	}
 	// PDFium's reading, without pdftotext: the same words.
-	plain := &Worker{pdfium: w.pdfium}
+	plain := &Worker{log: w.log, pdfium: w.pdfium}
 	if got, err := text(plain, pdf, "2,1"); err != nil || strings.Join(strings.Fields(got), " ") != strings.Join(strings.Fields(pages[1]+pages[0]), " ") {
 		t.Errorf("PDFium: %q %v, want the words of %q", got, err, pages[1]+pages[0])
 	}
@@ -154,7 +155,7 @@ func textWorker(t testing.TB) *Worker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &Worker{pdftotext: pdftotext, pdfium: &lazy[*pdfium.Engine]{
+	w := &Worker{log: slog.New(slog.DiscardHandler), pdftotext: pdftotext, pdfium: &lazy[*pdfium.Engine]{
 		start: func(ctx context.Context) (*pdfium.Engine, error) {
 			return pdfium.New(ctx, pdfium.Config{InProcess: true, Interruptible: true})
 		},

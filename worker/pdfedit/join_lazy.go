@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -470,7 +471,11 @@ func (p *lazyPart) holding(pos int64) (j, n int, end int64) {
 func (d *lazyDoc) patchHeaders(i int, rename map[string]string) bool {
 	p := d.parts[i]
 	h := []byte("/Headers")
-	all, last := true, -1
+	// Kept only when every object could be patched: the parsed pass would
+	// otherwise rename a patched object's new names again (a rename chain,
+	// node05 -> node40 -> node40-2, would send a cell to another header).
+	patched := map[int][]byte{}
+	last := -1
 	for at := 0; ; {
 		k := bytes.Index(p.data[at:], h)
 		if k < 0 {
@@ -484,27 +489,26 @@ func (d *lazyDoc) patchHeaders(i int, rename map[string]string) bool {
 		}
 		last = j
 		if _, parsed := d.x.Table[p.base+n]; parsed {
-			all = false
-			continue
+			return false
 		}
 		o, err := p.locate(n)
 		if err != nil || o.stream {
-			all = false
-			continue
+			return false
 		}
 		patch, ok := renameHeaderStrings(p.data[o.body:o.end], rename)
 		if !ok {
-			all = false
-			continue
+			return false
 		}
 		if patch != nil {
-			if p.patched == nil {
-				p.patched = map[int][]byte{}
-			}
-			p.patched[n] = patch
+			patched[n] = patch
 		}
 	}
-	return all
+	if p.patched == nil {
+		p.patched = patched
+	} else {
+		maps.Copy(p.patched, patched)
+	}
+	return true
 }
 
 // renameHeaderStrings is value with each literal string of its /Headers

@@ -38,6 +38,18 @@ func PageCount(ctx context.Context, pdf []byte) (n int, err error) {
 	return pc.PageCount, nil
 }
 
+// QuickPageCount is the page count of a PDF in the layout Chromium writes
+// (chromiumPageCount), read from its page tree's root without parsing the
+// file: bounded work for any bytes. ok is false for any other layout.
+func QuickPageCount(pdf []byte) (n int, ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			n, ok = 0, false
+		}
+	}()
+	return chromiumPageCount(pdf)
+}
+
 // chromiumPageCount reads /Count of the page tree's root the way Skia
 // writes a PDF: a classic cross-reference table at startxref, a trailer
 // naming the catalog, the catalog naming the page tree, all plain objects.

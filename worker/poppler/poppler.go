@@ -24,8 +24,8 @@ import (
 	"io"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -91,31 +91,58 @@ func (e *TooLargeError) Error() string {
 	return fmt.Sprintf("the text of these pages is larger than %d bytes: ask for fewer pages", e.Max)
 }
 
-// Text is the text of the pages idx (0-based, in the order asked, each
-// checked against the document's count by the caller) as pdftotext writes
-// it: each page's lines, then a form feed. The span from the first page
-// asked to the last is read in contiguous parts at once (one process a
-// part) and the pages are taken from it in the order asked.
-func (e *Engine) Text(ctx context.Context, pdf []byte, idx []int) (string, error) {
-	if len(idx) == 0 {
-		return "", nil
+// Text is the text of pages (1-based, in the order asked; none: all) as
+// pdftotext writes it: each page's lines, then a form feed. count is the
+// document's page count when the caller knows it (a count it can trust
+// without parsing the file), 0 otherwise; at most maxPages are read. The
+// span from the first page asked to the last is read in contiguous parts
+// at once (one process a part; one part when the count is not known) and
+// the pages are taken from it in the order asked. ErrNotRead, for PDFium
+// to answer in its words: pages that do not exist or are too many, a span
+// much larger than the pages asked (their text would be read for nothing),
+// and what the processes did not read as expected.
+func (e *Engine) Text(ctx context.Context, pdf []byte, pages []int, count, maxPages int) ([]byte, error) {
+	if len(pages) > maxPages || count > maxPages && len(pages) == 0 {
+		return nil, fmt.Errorf("%w: too many pages", ErrNotRead)
 	}
-	lo, hi := idx[0], idx[0]
-	for _, i := range idx {
-		lo, hi = min(lo, i), max(hi, i)
+	lo, hi := 1, count // the span, 1-based; hi 0: to the end, unknown
+	if len(pages) > 0 {
+		lo, hi = pages[0], pages[0]
+		distinct := map[int]bool{}
+		for _, p := range pages {
+			if p < 1 || count > 0 && p > count {
+				return nil, fmt.Errorf("%w: page %d", ErrNotRead, p)
+			}
+			lo, hi = min(lo, p), max(hi, p)
+			distinct[p] = true
+		}
+		if hi-lo+1 > 2*len(distinct)+minPartPages {
+			return nil, fmt.Errorf("%w: pages %d to %d for %d of them", ErrNotRead, lo, hi, len(distinct))
+		}
 	}
 	span := hi - lo + 1
-	parts := max(1, min(e.cfg.Parts, span/minPartPages))
-	pages := make([]string, span) // page lo+k's text, its form feed included
+	parts := 1
+	if hi > 0 {
+		parts = max(1, min(e.cfg.Parts, span/minPartPages))
+	}
+	texts := make([][][]byte, parts)
 	errs := make([]error, parts)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
 	var read atomic.Int64 // bytes the parts have read so far, bounded by MaxOutput
 	for p := range parts {
-		from, to := lo+p*span/parts, lo+(p+1)*span/parts // [from, to)
+		from, to := lo+p*span/parts, lo+(p+1)*span/parts-1 // 1-based, inclusive
+		if hi == 0 {
+			to = maxPages + 1 // pdftotext stops at the last page
+		}
 		wg.Go(func() {
-			errs[p] = e.part(ctx, pdf, from, to, pages[from-lo:to-lo], &read)
+			texts[p], errs[p] = e.part(ctx, pdf, from, to, &read)
+			if errs[p] == nil && hi > 0 && len(texts[p]) != to-from+1 {
+				// A page whose text holds a form feed, or fewer pages than
+				// the count said: not cut by page here.
+				errs[p] = fmt.Errorf("%w: pdftotext wrote %d pages of %d", ErrNotRead, len(texts[p]), to-from+1)
+			}
 			if errs[p] != nil {
 				cancel()
 			}
@@ -123,21 +150,30 @@ func (e *Engine) Text(ctx context.Context, pdf []byte, idx []int) (string, error
 	}
 	wg.Wait()
 	if err := firstError(errs); err != nil {
-		return "", err
+		return nil, err
+	}
+	all := slices.Concat(texts...) // page lo+k's text, its form feed included
+	if hi == 0 && (len(all) == 0 || len(all) > maxPages) {
+		return nil, fmt.Errorf("%w: %d pages read", ErrNotRead, len(all))
+	}
+	if len(pages) == 0 {
+		pages = make([]int, len(all))
+		for k := range pages {
+			pages[k] = k + 1
+		}
 	}
 	var n int64
-	for _, i := range idx {
-		n += int64(len(pages[i-lo]))
+	for _, p := range pages {
+		n += int64(len(all[p-lo]))
 	}
 	if n > e.cfg.MaxOutput {
-		return "", &TooLargeError{Max: e.cfg.MaxOutput}
+		return nil, &TooLargeError{Max: e.cfg.MaxOutput}
 	}
-	var out bytes.Buffer
-	out.Grow(int(n))
-	for _, i := range idx {
-		out.WriteString(pages[i-lo])
+	out := make([]byte, 0, n)
+	for _, p := range pages {
+		out = append(out, all[p-lo]...)
 	}
-	return out.String(), nil
+	return out, nil
 }
 
 // firstError is the error that explains the others: a context's error
@@ -159,69 +195,62 @@ func firstError(errs []error) error {
 	return ctxErr
 }
 
-// part reads pages [from, to) (0-based) into out, one string a page;
+// part reads pages from to to (1-based, inclusive; to past the last page
+// reads to the end) and returns each page's text, its form feed included;
 // read counts the bytes of all the parts at once, which together stay
-// within MaxOutput.
-func (e *Engine) part(ctx context.Context, pdf []byte, from, to int, out []string, read *atomic.Int64) error {
+// within MaxOutput. What keeps pdftotext from running or answering (a fork
+// refused, prlimit refused by a sandbox) is ErrNotRead too: PDFium reads
+// the PDF then, logged by the caller.
+func (e *Engine) part(ctx context.Context, pdf []byte, from, to int, read *atomic.Int64) ([][]byte, error) {
 	cmd := exec.CommandContext(ctx, e.cfg.Path, "-q", "-enc", "UTF-8",
-		"-f", strconv.Itoa(from+1), "-l", strconv.Itoa(to), "-", "-")
+		"-f", strconv.Itoa(from), "-l", strconv.Itoa(to), "-", "-")
 	cmd.Env = []string{"LANG=C.UTF-8"}
 	cmd.Dir = "/"
 	cmd.SysProcAttr = procAttr()
 	cmd.WaitDelay = time.Second
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return fmt.Errorf("poppler: %w", err)
+		return nil, fmt.Errorf("%w: %v", ErrNotRead, err)
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return fmt.Errorf("poppler: %w", err)
+		return nil, fmt.Errorf("%w: %v", ErrNotRead, err)
 	}
 	var stderr capped
 	stderr.max = maxStderr
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("poppler: start pdftotext: %w", err)
+		return nil, fmt.Errorf("%w: start pdftotext: %v", ErrNotRead, err)
 	}
 	// Bounded before it reads a byte of the PDF: the PDF is written after.
 	if err := limit(cmd.Process.Pid, e.cfg.MaxMemory); err != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		return fmt.Errorf("poppler: bound pdftotext: %w", err)
+		return nil, fmt.Errorf("%w: bound pdftotext: %v", ErrNotRead, err)
 	}
 	go func() {
 		_, _ = stdin.Write(pdf)
 		_ = stdin.Close()
 	}()
 	text, readErr := readBounded(stdout, read, e.cfg.MaxOutput)
-	tooLarge := errors.Is(readErr, errTooLarge)
-	if tooLarge {
+	if readErr != nil {
 		_ = cmd.Process.Kill()
 	}
 	waitErr := cmd.Wait()
 	switch {
 	case ctx.Err() != nil:
-		return fmt.Errorf("poppler: pdftotext: %w", ctx.Err())
-	case tooLarge:
-		return &TooLargeError{Max: e.cfg.MaxOutput}
+		return nil, fmt.Errorf("poppler: pdftotext: %w", ctx.Err())
+	case errors.Is(readErr, errTooLarge):
+		return nil, &TooLargeError{Max: e.cfg.MaxOutput}
 	case readErr != nil:
-		return fmt.Errorf("poppler: read pdftotext: %w", readErr)
+		return nil, fmt.Errorf("%w: read pdftotext: %v", ErrNotRead, readErr)
 	case waitErr != nil:
 		// Exit 1: a PDF it cannot open (damaged, a password); a signal:
 		// its memory bound. PDFium reads or refuses each in its words.
-		return fmt.Errorf("%w: pdftotext %v: %s", ErrNotRead, waitErr, bytes.TrimSpace(stderr.buf.Bytes()))
+		return nil, fmt.Errorf("%w: pdftotext %v: %s", ErrNotRead, waitErr, bytes.TrimSpace(stderr.buf.Bytes()))
 	}
-	// One form feed a page: a page whose text holds a form feed, or fewer
-	// pages than the count said, cannot be cut by page here.
-	if bytes.Count(text, []byte{'\f'}) != to-from {
-		return fmt.Errorf("%w: pdftotext wrote %d pages of %d", ErrNotRead, bytes.Count(text, []byte{'\f'}), to-from)
-	}
-	s := string(text)
-	for k := range out {
-		end := strings.IndexByte(s, '\f') + 1
-		out[k], s = s[:end], s[end:]
-	}
-	return nil
+	pages := bytes.SplitAfter(text, []byte{'\f'})
+	return pages[:len(pages)-1], nil // after the last form feed: nothing, or text of no page
 }
 
 var errTooLarge = errors.New("poppler: output past the bound")

@@ -337,10 +337,10 @@ func (r *Renderer) printSlice(ctx context.Context, t *browser.Tab, job splitJob,
 			heard = c
 			return nil
 		})
-		r.log().DebugContext(ctx, "split: a slice printed in another tab", prog.timings("bytes", len(html))...)
 		if err != nil {
 			return nil, nil, nil, err
 		}
+		r.log().DebugContext(ctx, "split: a slice printed in another tab", prog.timings("bytes", len(html))...)
 		return pdf, heard, hooked, nil
 	}
 	lane, ok := t.Lane().(fileServer)
