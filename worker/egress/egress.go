@@ -253,7 +253,14 @@ func serveBundle(w http.ResponseWriter, r *http.Request, host string, j *job) {
 	}
 	data, ok := j.files[name]
 	if !ok {
-		http.NotFound(w, r)
+		// A 404 in the type its name asks for: http.NotFound's text/plain
+		// with nosniff makes Chromium drop a stylesheet's or script's
+		// response unheard (the request only "aborted"), so the report
+		// would not list the missing file.
+		if ct := mime.TypeByExtension(path.Ext(name)); ct != "" {
+			w.Header().Set("Content-Type", ct)
+		}
+		w.WriteHeader(http.StatusNotFound)
 		return
 	}
 	ct := mime.TypeByExtension(path.Ext(name))

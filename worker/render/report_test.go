@@ -18,12 +18,13 @@ import (
 )
 
 // troubled is a page with one of each thing a report lists: a console
-// error, an uncaught exception, an image missing from its bundle (404), and
+// error, an uncaught exception, an image and a stylesheet missing from its
+// bundle (404), and
 // three addresses the egress rules refuse (plain http, https through a
 // tunnel, and a local file, which Chromium refuses itself). scripts false leaves out the scripts, so that the page is
 // written into the tab rather than navigated to.
 func troubled(scripts bool) string {
-	page := `<!doctype html><html><body><p>troubled</p>
+	page := `<!doctype html><html><head><link rel="stylesheet" href="css/missing.css"></head><body><p>troubled</p>
 <img src="img/missing.png">
 <img src="http://169.254.169.254/x.png">
 <img src="https://169.254.169.254/y.png">
@@ -63,8 +64,9 @@ func TestReportListsWhatWentWrong(t *testing.T) {
 			if !strings.HasPrefix(string(out.PDF), "%PDF-") {
 				t.Fatal("no PDF: checks are off by default")
 			}
-			want := []*jobspb.FailedRequest{{Url: "img/missing.png", Status: 404}}
-			if !slices.EqualFunc(rep.FailedRequests, want, sameFailure) {
+			want := []*jobspb.FailedRequest{{Url: "css/missing.css", Status: 404}, {Url: "img/missing.png", Status: 404}}
+			failed := slices.SortedFunc(slices.Values(rep.FailedRequests), func(a, b *jobspb.FailedRequest) int { return strings.Compare(a.Url, b.Url) })
+			if !slices.EqualFunc(failed, want, sameFailure) {
 				t.Errorf("failed %v, want %v", rep.FailedRequests, want)
 			}
 			blocked := slices.Sorted(slices.Values(rep.BlockedRequests))
@@ -102,9 +104,9 @@ func TestReportChecks(t *testing.T) {
 		want  string
 	}{
 		{"console errors", troubled(true), &jobspb.Print{FailOnConsoleErrors: true}, "The page logged 2 console errors."},
-		{"resource errors", troubled(true), &jobspb.Print{FailOnResourceErrors: true}, "1 request failed; 3 requests were blocked by the egress rules."},
+		{"resource errors", troubled(true), &jobspb.Print{FailOnResourceErrors: true}, "2 requests failed; 3 requests were blocked by the egress rules."},
 		{"both", troubled(true), &jobspb.Print{FailOnConsoleErrors: true, FailOnResourceErrors: true},
-			"The page logged 2 console errors; 1 request failed; 3 requests were blocked by the egress rules."},
+			"The page logged 2 console errors; 2 requests failed; 3 requests were blocked by the egress rules."},
 		{"resource check, console errors only", consoleOnly, &jobspb.Print{FailOnResourceErrors: true}, ""},
 		{"console check, resource errors only", troubled(false), &jobspb.Print{FailOnConsoleErrors: true}, ""},
 	}
@@ -123,7 +125,7 @@ func TestReportChecks(t *testing.T) {
 				t.Fatalf("err %v, want *CheckError", err)
 			case ce.Message != tc.want:
 				t.Fatalf("message %q, want %q", ce.Message, tc.want)
-			case ce.Report == nil || len(ce.Report.BlockedRequests) != 3 || len(ce.Report.FailedRequests) != 1:
+			case ce.Report == nil || len(ce.Report.BlockedRequests) != 3 || len(ce.Report.FailedRequests) != 2:
 				t.Fatalf("report %v", ce.Report)
 			}
 		})
