@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"maps"
 	"slices"
 	"strconv"
@@ -404,21 +405,8 @@ func (d *lazyDoc) IndRefForNewObject(o types.Object) (*types.IndirectRef, error)
 // (stream data included) hold hint and pass keep (nil: all), parsed.
 func (d *lazyDoc) eachPart(i int, hint string, keep func([]byte) bool, f func(types.Dict) bool) {
 	p := d.parts[i]
-	b, h := p.data, []byte(hint)
-	lastObj := -1
-	for at := 0; ; {
-		k := bytes.Index(b[at:], h)
-		if k < 0 {
-			break
-		}
-		pos := int64(at + k)
-		at += k + len(h)
-		j, n, end := p.holding(pos)
-		if j < 0 || j == lastObj {
-			continue
-		}
-		lastObj = j
-		if keep != nil && !keep(b[p.offs[n]:end]) {
+	for n, end := range p.objectsHolding(hint) {
+		if keep != nil && !keep(p.data[p.offs[n]:end]) {
 			continue
 		}
 		nr := p.base + n
@@ -434,6 +422,32 @@ func (d *lazyDoc) eachPart(i int, hint string, keep func([]byte) bool, f func(ty
 			if !had && !changed {
 				// Only looked at: copied as bytes.
 				delete(d.x.Table, nr)
+			}
+		}
+	}
+}
+
+// objectsHolding yields, once each and in the order of the file, the
+// objects of p whose bytes (stream data included) hold hint: each one's
+// number and where the next object starts.
+func (p *lazyPart) objectsHolding(hint string) iter.Seq2[int, int64] {
+	return func(yield func(int, int64) bool) {
+		h := []byte(hint)
+		last := -1
+		for at := 0; ; {
+			k := bytes.Index(p.data[at:], h)
+			if k < 0 {
+				return
+			}
+			pos := int64(at + k)
+			at += k + len(h)
+			j, n, end := p.holding(pos)
+			if j < 0 || j == last {
+				continue
+			}
+			last = j
+			if !yield(n, end) {
+				return
 			}
 		}
 	}
@@ -470,24 +484,11 @@ func (p *lazyPart) holding(pos int64) (j, n int, end int64) {
 // them all (the patched ones then hold nothing to rename).
 func (d *lazyDoc) patchHeaders(i int, rename map[string]string) bool {
 	p := d.parts[i]
-	h := []byte("/Headers")
 	// Kept only when every object could be patched: the parsed pass would
 	// otherwise rename a patched object's new names again (a rename chain,
 	// node05 -> node40 -> node40-2, would send a cell to another header).
 	patched := map[int][]byte{}
-	last := -1
-	for at := 0; ; {
-		k := bytes.Index(p.data[at:], h)
-		if k < 0 {
-			break
-		}
-		pos := int64(at + k)
-		at += k + len(h)
-		j, n, _ := p.holding(pos)
-		if j < 0 || j == last {
-			continue
-		}
-		last = j
+	for n := range p.objectsHolding("/Headers") {
 		if _, parsed := d.x.Table[p.base+n]; parsed {
 			return false
 		}
