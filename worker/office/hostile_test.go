@@ -243,7 +243,7 @@ func TestCrash(t *testing.T) {
 	old := s.current()
 	done := make(chan error, 1)
 	go func() {
-		_, _, err := e.Convert(context.Background(), Input{"victim.docx", manyPages(t, 60)}, Options{})
+		_, _, err := e.Convert(context.Background(), Input{"victim.docx", manyPages(t, 600)}, Options{})
 		done <- err
 	}()
 	// Wait for the document to reach the slot, then give LibreOffice a
