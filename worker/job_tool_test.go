@@ -162,6 +162,13 @@ func textWorker(t testing.TB) *Worker {
 		stop: func(e *pdfium.Engine) { _ = e.Close() },
 	}}
 	t.Cleanup(w.pdfium.close)
+	// Started here, not on the clock of the first job's 5 s: compiling
+	// the engine took longer than that on a loaded CI machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := w.pdfium.get(ctx); err != nil {
+		t.Fatal(err)
+	}
 	return w
 }
 
