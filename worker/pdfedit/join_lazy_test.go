@@ -18,6 +18,9 @@ import (
 	"github.com/go-rod/rod"
 	"github.com/go-rod/rod/lib/launcher"
 	"github.com/go-rod/rod/lib/proto"
+	pdfcpuapi "github.com/pdfcpu/pdfcpu/pkg/api"
+	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
+	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/types"
 )
 
 // The lazy join's reader (join_lazy.go) on its own: the lexer, the
@@ -530,5 +533,62 @@ func TestRenameHeaderStrings(t *testing.T) {
 				t.Errorf("%q → %q, %t; want %q, %t", tc.in, out, ok, tc.want, tc.ok)
 			}
 		})
+	}
+}
+
+// TestAppendParsed: appendParsed writes what PDFString and rewriteRefs
+// write together, for every object of a Chromium PDF (tagged: its
+// structure tree, parent tree and pages) and for objects made to hold
+// every type a parsed object can.
+func TestAppendParsed(t *testing.T) {
+	to := func(n int) int {
+		if n%5 == 0 {
+			return -1
+		}
+		return n*3 + 7
+	}
+	ref := func(n, gen int) types.IndirectRef { return *types.NewIndirectRef(n, gen) }
+	objs := []types.Object{
+		nil,
+		types.Integer(-12),
+		ref(4, 0), ref(5, 0), ref(6, 2),
+		types.Array{},
+		types.Dict{},
+		types.Array{nil, types.Integer(1), ref(3, 0), types.Name("A"), types.Name(""), types.Float(1.5), types.Boolean(true),
+			types.StringLiteral("a (1 0 R) \\) string"), types.HexLiteral("4142"), types.Array{ref(10, 0)}, types.Dict{"K": ref(2, 0)}},
+		types.Dict{"Nil": nil, "Ref": ref(7, 0), "Int": types.Integer(3), "F": types.Float(0.25), "B": types.Boolean(false),
+			"S": types.StringLiteral("2 0 R"), "H": types.HexLiteral("00"), "N": types.Name("Na#me /x"), "A": types.Array{types.Name("P"), nil},
+			"D": types.Dict{"Deep": types.Array{ref(15, 0), types.Integer(0)}}, "Odd key#(1)": types.Integer(1)},
+		types.StreamDict{Dict: types.Dict{"Length": types.Integer(3), "Filter": types.Name("FlateDecode")}},
+	}
+	ctx, err := pdfcpuapi.ReadContext(bytes.NewReader(readFile(t, "testdata/chromium.pdf")), model.NewDefaultConfiguration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for nr, e := range ctx.Table {
+		if nr > 0 && e != nil && e.Object != nil {
+			objs = append(objs, e.Object)
+		}
+	}
+	for i, o := range objs {
+		text := "null"
+		switch v := o.(type) {
+		case nil:
+		case types.StreamDict:
+			text = v.Dict.PDFString()
+		default:
+			text = o.PDFString()
+		}
+		want, err := rewriteRefs(nil, []byte(text), 0, to)
+		if err != nil {
+			t.Fatalf("object %d: %v", i, err)
+		}
+		got, ok := appendParsed(nil, o, to)
+		if !ok || !bytes.Equal(got, want) {
+			t.Errorf("object %d (%T): %v\n%s\nwant\n%s", i, o, ok, got, want)
+		}
+	}
+	if len(objs) < 40 {
+		t.Fatalf("only %d objects", len(objs))
 	}
 }
