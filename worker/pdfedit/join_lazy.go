@@ -816,8 +816,8 @@ func writeParsed(put func([]byte), o types.Object, to func(int) int) error {
 	return nil
 }
 
-// appendParsed appends o (a stream's dictionary for a stream) as pdfcpu's
-// PDFString writes it, each reference renumbered by to (-1: null) as
+// appendParsed appends o (a stream's dictionary, not the stream) as
+// pdfcpu's PDFString writes it, each reference renumbered by to (-1: null) as
 // rewriteRefs renumbers it: the same bytes without formatting each number
 // through fmt and scanning the text again (the parent tree of a long
 // tagged document is one array of every marked-content reference it has:
@@ -837,8 +837,6 @@ func appendParsed(dst []byte, o types.Object, to func(int) int) (_ []byte, ok bo
 		return strconv.AppendInt(dst, int64(v), 10), true
 	case types.Float, types.Boolean, types.StringLiteral, types.HexLiteral, types.Name:
 		return append(dst, v.PDFString()...), true
-	case types.StreamDict:
-		return appendParsed(dst, v.Dict, to)
 	case types.Dict:
 		dst = append(dst, "<<"...)
 		for _, k := range slices.Sorted(maps.Keys(v)) {

@@ -561,6 +561,11 @@ func TestAppendParsed(t *testing.T) {
 			"D": types.Dict{"Deep": types.Array{ref(15, 0), types.Integer(0)}}, "Odd key#(1)": types.Integer(1)},
 		types.StreamDict{Dict: types.Dict{"Length": types.Integer(3), "Filter": types.Name("FlateDecode")}},
 	}
+	// A stream inside an array: PDFString writes nothing for it; so does
+	// the fallback appendParsed leaves it to.
+	if _, ok := appendParsed(nil, types.Array{types.StreamDict{Dict: types.Dict{}}}, to); ok {
+		t.Error("a stream in an array was written")
+	}
 	ctx, err := pdfcpuapi.ReadContext(bytes.NewReader(readFile(t, "testdata/chromium.pdf")), model.NewDefaultConfiguration())
 	if err != nil {
 		t.Fatal(err)
@@ -575,6 +580,8 @@ func TestAppendParsed(t *testing.T) {
 		switch v := o.(type) {
 		case nil:
 		case types.StreamDict:
+			// As writeParsed writes a stream: its dictionary, then its data.
+			o = v.Dict
 			text = v.Dict.PDFString()
 		default:
 			text = o.PDFString()
