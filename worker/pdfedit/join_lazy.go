@@ -358,19 +358,23 @@ func (p *lazyPart) rewrite(dst []byte, o lazyObj, to func(int) int) ([]byte, err
 func rewriteRefs(dst, b []byte, from int, to func(int) int) ([]byte, error) {
 	last := from
 	_, _, err := scanObject(b, from, func(s, e, ref int, _ bool) {
-		dst = append(dst, b[last:s]...)
-		if n := to(ref); n < 0 {
-			dst = append(dst, "null"...)
-		} else {
-			dst = strconv.AppendInt(dst, int64(n), 10)
-			dst = append(dst, " 0 R"...)
-		}
+		dst = appendRef(append(dst, b[last:s]...), to(ref))
 		last = e
 	}, nil)
 	if err != nil {
 		return nil, err
 	}
 	return append(dst, b[last:]...), nil
+}
+
+// appendRef appends a reference to object n as the join writes it: null
+// for n < 0 (an object left out).
+func appendRef(dst []byte, n int) []byte {
+	if n < 0 {
+		return append(dst, "null"...)
+	}
+	dst = strconv.AppendInt(dst, int64(n), 10)
+	return append(dst, " 0 R"...)
 }
 
 // Dereference, DereferenceDict, DereferenceArray and IndRefForNewObject
@@ -828,11 +832,7 @@ func appendParsed(dst []byte, o types.Object, to func(int) int) (_ []byte, ok bo
 	case nil:
 		return append(dst, "null"...), true
 	case types.IndirectRef:
-		if n := to(v.ObjectNumber.Value()); n >= 0 {
-			dst = strconv.AppendInt(dst, int64(n), 10)
-			return append(dst, " 0 R"...), true
-		}
-		return append(dst, "null"...), true
+		return appendRef(dst, to(v.ObjectNumber.Value())), true
 	case types.Integer:
 		return strconv.AppendInt(dst, int64(v), 10), true
 	case types.Float, types.Boolean, types.StringLiteral, types.HexLiteral, types.Name:
