@@ -157,3 +157,38 @@ addEventListener('load', () => { const s = 'x'.repeat(4000); for (let i = 0; i <
 		}
 	}
 }
+
+// A tab whose job retired it (Tab.Retire) gets a fresh context after the
+// job, even when the job stayed clean; the next job's tab is not retired.
+func TestRetiredTabRenewed(t *testing.T) {
+	var log bytes.Buffer
+	p, err := startPool(t, browser.Config{Tabs: 1}, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var targets []proto.TargetTargetID
+	for _, retire := range []bool{false, true, false, false} {
+		fresh := p.Fresh()
+		err := p.Tab(ctx, func(tab *browser.Tab) error {
+			targets = append(targets, tab.Page().TargetID)
+			if retire {
+				tab.Retire()
+			}
+			return tab.Open(egress.HomeURL, "<p>job</p>", `() => document.body.textContent`, new(string))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Settled(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Fresh() - fresh; got != map[bool]int64{false: 0, true: 1}[retire] {
+			t.Errorf("retire %v: %d contexts renewed", retire, got)
+		}
+	}
+	if targets[0] != targets[1] || targets[1] == targets[2] || targets[2] != targets[3] {
+		t.Errorf("tabs of the four jobs: %v, want the second's replaced after it", targets)
+	}
+}

@@ -114,6 +114,8 @@ type slot struct {
 	// warm is the written document a job kept for another of the same key
 	// to fill (Tab.KeepWarm); nil when none.
 	warm *Warm
+	// retire means the job asked for a fresh context after it (Tab.Retire).
+	retire bool
 }
 
 // Pool is a Chromium with warm isolated tabs.
@@ -527,7 +529,7 @@ func (p *Pool) release(s *slot, clean bool) {
 	}()
 	inst := p.current()
 	s.jobs++
-	if clean && !s.lane.Foreign() && s.jobs < maxJobsPerContext && s.gen == inst.gen {
+	if clean && !s.retire && !s.lane.Foreign() && s.jobs < maxJobsPerContext && s.gen == inst.gen {
 		var err error
 		if s.scripted {
 			err = p.clean(s, inst)

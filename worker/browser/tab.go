@@ -212,6 +212,14 @@ func (t *Tab) Warm() *Warm { return t.s.warm }
 // a later job with w.Key may Fill it (Pool.TabFor prefers this tab).
 func (t *Tab) KeepWarm(w *Warm) { t.s.warm = w }
 
+// Retire has the tab's context thrown away after the job, its renderer
+// process with it, and a fresh one made, rather than the tab cleaned and
+// reused. For a job that leaves its renderer large (a long print): a
+// renderer keeps the memory of a long document after it, and tearing that
+// document down when the next job writes its own into the tab slows that
+// job (package render, retireLong).
+func (t *Tab) Retire() { t.s.retire = true }
+
 // Fill calls the JavaScript function fn with args in the tab's current
 // document, which must be the warm one (Tab.Warm) a job left, and waits as
 // Open does until every resource it asked for has loaded. fn changes the

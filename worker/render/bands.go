@@ -122,6 +122,9 @@ func printBands(ctx context.Context, t *browser.Tab, req printParams, b bands) (
 		}
 		parts = append(parts, pdf)
 	}
+	if to-from+1 >= retirePages {
+		t.Retire()
+	}
 	if len(parts) == 1 {
 		return parts[0], nil
 	}

@@ -181,7 +181,9 @@ func (run *sliceRun) printHere(tab *browser.Tab, s Slice, loaded bool) (err erro
 	var pdf []byte
 	if loaded {
 		start := time.Now()
-		pdf, err = printPDF(ctx, tab.Page(), run.req, nil)
+		if pdf, err = printPDF(ctx, tab.Page(), run.req, nil); err == nil {
+			retireLong(tab, pdf)
+		}
 		run.r.log().DebugContext(ctx, "split: the job's slice printed", "print_ms", ms(time.Since(start)))
 	} else {
 		var heard *collector

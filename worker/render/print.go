@@ -16,6 +16,7 @@ import (
 	"github.com/go-rod/rod/lib/proto"
 
 	"github.com/docrender/docrender/proto/jobspb"
+	"github.com/docrender/docrender/worker/browser"
 	"github.com/docrender/docrender/worker/pdfedit"
 )
 
@@ -222,4 +223,22 @@ func rangePages(ranges string) int {
 		}
 	}
 	return n
+}
+
+// retirePages is the shortest print after which a tab's renderer is
+// replaced (browser.Tab.Retire) rather than the tab reused. Measured
+// (bench/cmd/longdoc, docs/benchmarks.md "Session 18"): after a 1,145-page
+// ledger printed in one piece, the next job, the same ledger in slices
+// with one slice in that tab, took 14.4 s against 11.2 s on a fresh
+// service; with the tab retired, 10.9 s. A fresh context costs ~0.1 s of
+// the pool's time after the job, not the job's: a print of a few hundred
+// pages takes seconds.
+const retirePages = 300
+
+// retireLong retires t after the job when pdf, printed in t, has at least
+// retirePages pages.
+func retireLong(t *browser.Tab, pdf []byte) {
+	if n, ok := pdfedit.QuickPageCount(pdf); ok && n >= retirePages {
+		t.Retire()
+	}
 }

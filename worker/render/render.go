@@ -261,6 +261,10 @@ func (r *Renderer) RenderWith(ctx context.Context, b egress.Bundle, rj *jobspb.R
 				out, err = printPDF(ctx, p, req, finish)
 			}
 			release()
+			if err == nil && !split {
+				// A split's slices and bands retire their own tabs.
+				retireLong(t, out)
+			}
 			if err == nil {
 				err = checkPrinted(ctx, out, int(rj.GetMaxPages()))
 			}

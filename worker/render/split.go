@@ -333,6 +333,7 @@ func (r *Renderer) printSlice(ctx context.Context, t *browser.Tab, job splitJob,
 			if pdf, err = printPDF(ctx, t.Page(), req, nil); err != nil {
 				return fmt.Errorf("slice of %d bytes: %w", len(html), err)
 			}
+			retireLong(t, pdf)
 			c.finish(ctx, t.Scripted())
 			heard = c
 			return nil
@@ -371,5 +372,6 @@ func (r *Renderer) printSlice(ctx context.Context, t *browser.Tab, job splitJob,
 	if pdf, err = printPDF(ctx, t.Page(), req, nil); err != nil {
 		return nil, nil, nil, fmt.Errorf("slice of %d bytes: %w", len(html), err)
 	}
+	retireLong(t, pdf)
 	return pdf, nil, nil, nil
 }
