@@ -49,16 +49,28 @@ func TestSplitAcrossWorkers(t *testing.T) {
 	workers, _ := startSplitWorkers(t, 2, env)
 	c := newClient(t, &service{URL: url})
 	const sections = 24
+	// Every section waits a second for an image: the slices print slower
+	// than JetStream hands them out (the page is cut before loading, and
+	// the job's own tabs start on theirs at once).
+	// And each lacks an image of its own: the report of a split print
+	// lists all of them, those of the slices the other worker printed too.
 	html := splitLedger(sections)
+	for s := 1; s <= sections; s++ {
+		h2 := fmt.Sprintf(`>Section %d</h2>`, s)
+		html = strings.Replace(html, h2, fmt.Sprintf(`%s<img src="http://%s/i.svg"><img src="gone-%d.png">`, h2, slow.Addr(), s), 1)
+	}
 	get := func(html string, split bool) ([]byte, string) {
 		resp := c.generate([]file{htmlFile("index.html", html)}, map[string]any{"split": split})
 		mustStatus(t, resp, http.StatusOK)
 		return readAll(t, resp), resp.Header.Get("Docrender-Render-Report")
 	}
-	whole, _ := get(html, false)
+	whole, wholeReport := get(html, false)
 	split, report := get(html, true)
 	if !strings.Contains(report, "slices=") {
 		t.Fatalf("report %q, want slices", report)
+	}
+	if want := fmt.Sprintf("failed=%d,", sections); !strings.Contains(wholeReport, want) || !strings.Contains(report, want) {
+		t.Errorf("reports: in one piece %q, in slices %q; want %s in both", wholeReport, report, want)
 	}
 	n := pdfInfoFields(t, whole, "")["Pages"]
 	if got := pdfInfoFields(t, split, "")["Pages"]; got != n {
@@ -84,7 +96,6 @@ func TestSplitAcrossWorkers(t *testing.T) {
 			before[p] = true
 		}
 	}
-	withImages := strings.ReplaceAll(html, `</h2>`, fmt.Sprintf(`</h2><img src="http://%s/i.svg">`, slow.Addr()))
 	killed := make(chan int, 1)
 	go func() {
 		deadline := time.Now().Add(60 * time.Second)
@@ -100,7 +111,7 @@ func TestSplitAcrossWorkers(t *testing.T) {
 		}
 		killed <- -1
 	}()
-	pdf, report := get(withImages, true)
+	pdf, report := get(html, true)
 	k := <-killed
 	if k < 0 {
 		t.Fatal("no worker took a slice of the other's job to be killed in")

@@ -6,6 +6,8 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/docrender/docrender/pkg/state"
 	"github.com/docrender/docrender/proto/jobspb"
 	"github.com/docrender/docrender/worker/render"
+	"google.golang.org/protobuf/proto"
 )
 
 // The slices of a long document on every worker (DESIGN §10, render's
@@ -46,7 +49,9 @@ type sliceFarm struct {
 	token            []byte // this printer's claim
 	mu               sync.Mutex
 	kept             map[string]context.CancelFunc // claims being renewed
-	keys             []string
+	// keys are the marks of the slices offered or claimed here, which
+	// Close forgets.
+	keys map[string]bool
 }
 
 // newSliceFarm returns the farm of job parent's slices (only its ID when
@@ -57,7 +62,7 @@ func (w *Worker) newSliceFarm(parent *jobspb.Job) *sliceFarm {
 		return nil
 	}
 	return &sliceFarm{w: w, st: w.state, parent: parent.Id, account: parent.AccountId, request: parent.RequestId,
-		token: []byte("p:" + rand.Text()), kept: map[string]context.CancelFunc{}}
+		token: []byte("p:" + rand.Text()), kept: map[string]context.CancelFunc{}, keys: map[string]bool{}}
 }
 
 // farmFor is the farm of job's slices, should it be printed in slices;
@@ -78,9 +83,22 @@ func (w *Worker) farmFor(job *jobspb.Job, rj *jobspb.RenderJob) render.SliceFarm
 func (f *sliceFarm) claimKey(s render.Slice) string { return "slice:" + f.parent + ":" + s.Key }
 func (f *sliceFarm) htmlKey(s render.Slice) string  { return blob.JobSlices(f.parent) + s.Key + ".html" }
 func (f *sliceFarm) pdfKey(s render.Slice) string   { return blob.JobSlices(f.parent) + s.Key + ".pdf" }
+func (f *sliceFarm) heardKey(s render.Slice) string {
+	return blob.JobSlices(f.parent) + s.Key + ".heard"
+}
 
-// Offer stores each slice's HTML and queues a SliceJob for it; the last
-// slice stays with the job, whose tab begins with it.
+// maxHeard bounds a slice's report read back: a report keeps at most 100
+// entries a list of at most 2 KiB each (render's report.go).
+const maxHeard = 4 << 20
+
+// remember adds s's mark to those Close forgets.
+func (f *sliceFarm) remember(s render.Slice) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.keys[f.claimKey(s)] = true
+}
+
+// Offer stores each slice's HTML and queues a SliceJob for it.
 func (f *sliceFarm) Offer(ctx context.Context, slices []render.Slice, rj *jobspb.RenderJob, deadline time.Time) error {
 	// What a slice's printer needs of the job: its files and how it prints.
 	rj = &jobspb.RenderJob{BundlePrefix: rj.GetBundlePrefix(), Files: rj.GetFiles(), Entry: rj.GetEntry(), Page: rj.GetPage(), Print: rj.GetPrint()}
@@ -88,17 +106,15 @@ func (f *sliceFarm) Offer(ctx context.Context, slices []render.Slice, rj *jobspb
 	if !deadline.IsZero() {
 		until = deadline.UnixMilli()
 	}
-	for _, s := range slices {
-		f.keys = append(f.keys, f.claimKey(s))
-	}
 	f.w.splitting.Store(f.parent, true)
-	for _, s := range slices[:max(len(slices)-1, 0)] {
+	for _, s := range slices {
+		f.remember(s)
 		if err := f.w.blobs.Put(ctx, f.htmlKey(s), strings.NewReader(s.HTML), int64(len(s.HTML))); err != nil {
 			return fmt.Errorf("worker: store slice: %w", err)
 		}
 		job := &jobspb.Job{Id: f.parent + "-slice-" + s.Key, AccountId: f.account, RequestId: f.request,
 			Kind: &jobspb.Job_Slice{Slice: &jobspb.SliceJob{ParentId: f.parent, Index: int32(s.Index), Key: s.Key,
-				HtmlKey: f.htmlKey(s), Render: rj, DeadlineUnixMs: until}}}
+				HtmlKey: f.htmlKey(s), Render: rj, DeadlineUnixMs: until, Cut: s.Cut}}}
 		if err := f.w.q.Publish(ctx, job); err != nil {
 			return fmt.Errorf("worker: queue slice %d: %w", s.Index+1, err)
 		}
@@ -114,6 +130,7 @@ func (f *sliceFarm) Claim(ctx context.Context, s render.Slice) (bool, error) {
 	if err != nil || !ok {
 		return false, err
 	}
+	f.remember(s)
 	kctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	f.mu.Lock()
 	f.kept[key] = stop
@@ -145,10 +162,19 @@ func (f *sliceFarm) stopKeeping(s render.Slice) {
 	}
 }
 
-// Finish stores s's PDF, then marks it done (in that order: a done mark
-// always has its PDF).
-func (f *sliceFarm) Finish(ctx context.Context, s render.Slice, pdf []byte) error {
+// Finish stores what s's tab heard (a slice cut before loading) and its
+// PDF, then marks it done (in that order: a done mark always has them).
+func (f *sliceFarm) Finish(ctx context.Context, s render.Slice, pdf []byte, heard *jobspb.Report) error {
 	defer f.stopKeeping(s)
+	if s.Cut {
+		b, err := proto.Marshal(heard)
+		if err != nil {
+			return fmt.Errorf("worker: encode slice report: %w", err)
+		}
+		if err := f.w.blobs.Put(ctx, f.heardKey(s), bytes.NewReader(b), int64(len(b))); err != nil {
+			return fmt.Errorf("worker: store slice report: %w", err)
+		}
+	}
 	if err := f.w.blobs.Put(ctx, f.pdfKey(s), bytes.NewReader(pdf), int64(len(pdf))); err != nil {
 		return fmt.Errorf("worker: store slice PDF: %w", err)
 	}
@@ -166,30 +192,41 @@ func (f *sliceFarm) Release(ctx context.Context, s render.Slice) {
 	}
 }
 
-// Result reads s's mark: done (its PDF), absent (free), or a printer's.
-func (f *sliceFarm) Result(ctx context.Context, s render.Slice) ([]byte, bool, error) {
+// Result reads s's mark: done (its PDF, and what its tab heard for a
+// slice cut before loading), absent (free), or a printer's.
+func (f *sliceFarm) Result(ctx context.Context, s render.Slice) ([]byte, *jobspb.Report, bool, error) {
 	v, err := f.st.Get(ctx, f.claimKey(s))
 	switch {
 	case errors.Is(err, state.ErrNotFound):
-		return nil, true, nil
+		return nil, nil, true, nil
 	case err != nil:
-		return nil, false, err
+		return nil, nil, false, err
 	case !bytes.Equal(v, sliceDone):
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
 	pdf, err := blob.ReadAll(ctx, f.w.blobs, f.pdfKey(s), f.w.sliceLimit())
+	var heard *jobspb.Report
+	if err == nil && s.Cut {
+		var b []byte
+		if b, err = blob.ReadAll(ctx, f.w.blobs, f.heardKey(s), maxHeard); err == nil {
+			heard = &jobspb.Report{}
+			if err := proto.Unmarshal(b, heard); err != nil {
+				return nil, nil, false, fmt.Errorf("worker: read slice report: %w", err)
+			}
+		}
+	}
 	if errors.Is(err, blob.ErrNotFound) {
-		// A mark whose PDF is gone (a try of the job before this one
+		// A mark whose files are gone (a try of the job before this one
 		// closed its farm): the slice is free again.
 		if _, err := f.st.Swap(ctx, f.claimKey(s), sliceDone, nil, 0); err != nil {
-			return nil, false, err
+			return nil, nil, false, err
 		}
-		return nil, true, nil
+		return nil, nil, true, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("worker: read slice PDF: %w", err)
+		return nil, nil, false, fmt.Errorf("worker: read slice: %w", err)
 	}
-	return pdf, false, nil
+	return pdf, heard, false, nil
 }
 
 // Close deletes the slices' marks and files (best effort: the sweeper of
@@ -207,8 +244,11 @@ func (f *sliceFarm) Close(ctx context.Context) {
 	if err := f.w.blobs.DeletePrefix(ctx, blob.JobSlices(f.parent)); err != nil {
 		f.w.log.WarnContext(ctx, "slice: deleting the files failed (the sweeper will)", "err", err)
 	}
-	if len(f.keys) > 0 {
-		if err := f.st.Delete(ctx, f.keys...); err != nil {
+	f.mu.Lock()
+	keys := slices.Collect(maps.Keys(f.keys))
+	f.mu.Unlock()
+	if len(keys) > 0 {
+		if err := f.st.Delete(ctx, keys...); err != nil {
 			f.w.log.WarnContext(ctx, "slice: forgetting the marks failed (they expire)", "err", err)
 		}
 	}
@@ -247,7 +287,7 @@ func (w *Worker) handleSlice(ctx context.Context, job *jobspb.Job, sj *jobspb.Sl
 		w.log.ErrorContext(ctx, "dropping a slice job that is not one of ours", "err", err)
 		return done, nil
 	}
-	s := render.Slice{Index: int(sj.Index), Key: sj.Key}
+	s := render.Slice{Index: int(sj.Index), Key: sj.Key, Cut: sj.Cut}
 	claimed, finished := false, false
 	defer func() {
 		if p := recover(); p != nil {
@@ -266,7 +306,7 @@ func (w *Worker) handleSlice(ctx context.Context, job *jobspb.Job, sj *jobspb.Sl
 		}
 		return ok, err
 	}
-	pdf, err := w.printSlice(ctx, sj, deadline, claim)
+	pdf, heard, err := w.printSlice(ctx, sj, s, deadline, claim)
 	switch {
 	case errors.Is(err, render.ErrSliceTaken):
 		return done, nil
@@ -274,7 +314,7 @@ func (w *Worker) handleSlice(ctx context.Context, job *jobspb.Job, sj *jobspb.Sl
 		w.log.WarnContext(ctx, "slice not printed here; its job prints it", "parent_id", sj.ParentId, "slice", s.Index+1, "err", err)
 		return done, nil
 	}
-	if err := f.Finish(ctx, s, pdf); err != nil {
+	if err := f.Finish(ctx, s, pdf, heard); err != nil {
 		w.log.WarnContext(ctx, "slice printed but not stored; its job prints it", "parent_id", sj.ParentId, "slice", s.Index+1, "err", err)
 		return done, nil
 	}
@@ -303,17 +343,18 @@ func checkSliceJob(job *jobspb.Job, sj *jobspb.SliceJob) error {
 	return nil
 }
 
-// printSlice loads a slice's HTML and its job's files and prints it,
+// printSlice loads slice s's HTML and its job's files and prints it,
 // claiming it with claim once a tab is in hand.
-func (w *Worker) printSlice(ctx context.Context, sj *jobspb.SliceJob, deadline time.Time, claim func() (bool, error)) ([]byte, error) {
+func (w *Worker) printSlice(ctx context.Context, sj *jobspb.SliceJob, s render.Slice, deadline time.Time, claim func() (bool, error)) ([]byte, *jobspb.Report, error) {
 	html, err := blob.ReadAll(ctx, w.blobs, sj.HtmlKey, w.sliceLimit())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rj := sj.GetRender()
 	b, err := render.LoadBundle(ctx, w.blobs, rj.GetBundlePrefix(), rj.GetFiles())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return w.renderer.PrintSlice(ctx, b, rj, string(html), deadline, claim)
+	s.HTML = string(html)
+	return w.renderer.PrintSlice(ctx, b, rj, s, deadline, claim)
 }

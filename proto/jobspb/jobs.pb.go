@@ -2288,8 +2288,12 @@ type SliceJob struct {
 	// When the parent stops waiting (Unix milliseconds): a slice taken after
 	// that is dropped.
 	DeadlineUnixMs int64 `protobuf:"varint,6,opt,name=deadline_unix_ms,json=deadlineUnixMs,proto3" json:"deadline_unix_ms,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The slice is a share of the parent's source cut before any tab loaded
+	// it: its printer loads it as the parent's page (waited for, hooked,
+	// heard) and stores what it heard with its PDF.
+	Cut           bool `protobuf:"varint,7,opt,name=cut,proto3" json:"cut,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SliceJob) Reset() {
@@ -2362,6 +2366,13 @@ func (x *SliceJob) GetDeadlineUnixMs() int64 {
 		return x.DeadlineUnixMs
 	}
 	return 0
+}
+
+func (x *SliceJob) GetCut() bool {
+	if x != nil {
+		return x.Cut
+	}
+	return false
 }
 
 // InspectJob reads one PDF and reports what it is and claims (DESIGN §8,
@@ -4294,14 +4305,15 @@ const file_jobs_proto_rawDesc = "" +
 	"screenshot\x18\x11 \x01(\v2 .docrender.jobs.v1.ScreenshotJobH\x00R\n" +
 	"screenshot\x126\n" +
 	"\x06office\x18\x12 \x01(\v2\x1c.docrender.jobs.v1.OfficeJobH\x00R\x06officeB\x06\n" +
-	"\x04kindJ\x04\b\x04\x10\x05J\x04\b\x05\x10\x06R\bbatch_idR\vbatch_index\"\xca\x01\n" +
+	"\x04kindJ\x04\b\x04\x10\x05J\x04\b\x05\x10\x06R\bbatch_idR\vbatch_index\"\xdc\x01\n" +
 	"\bSliceJob\x12\x1b\n" +
 	"\tparent_id\x18\x01 \x01(\tR\bparentId\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x05R\x05index\x12\x10\n" +
 	"\x03key\x18\x03 \x01(\tR\x03key\x12\x19\n" +
 	"\bhtml_key\x18\x04 \x01(\tR\ahtmlKey\x124\n" +
 	"\x06render\x18\x05 \x01(\v2\x1c.docrender.jobs.v1.RenderJobR\x06render\x12(\n" +
-	"\x10deadline_unix_ms\x18\x06 \x01(\x03R\x0edeadlineUnixMs\"H\n" +
+	"\x10deadline_unix_ms\x18\x06 \x01(\x03R\x0edeadlineUnixMs\x12\x10\n" +
+	"\x03cut\x18\a \x01(\bR\x03cut\"H\n" +
 	"\n" +
 	"InspectJob\x12\x1b\n" +
 	"\tinput_key\x18\x01 \x01(\tR\binputKey\x12\x1d\n" +

@@ -54,13 +54,24 @@ const (
 	replacedWeight = 6 << 10
 )
 
+// cutting says how a source is cut.
+type cutting struct {
+	// slots is how many render slots print the slices at once.
+	slots int
+	// slicePages bounds a slice's pages by its size (replacedWeight
+	// bytes a page), as SlicePages bounds a loaded page's estimated
+	// pages; 0: only sliceBytes bounds it.
+	slicePages int
+	// minPages > 0: only a body of at least minPages pages by its
+	// content's size (contentSize over replacedWeight) is cut.
+	minPages int
+}
+
 // cutHTML cuts src, the job's entry page entry (without scripts), into
-// slices for slots render slots, as planJS does the loaded page; files
-// are the job's files (its linked stylesheets are read for page breaks).
-// minPages > 0: only a body of at least minPages pages by its content's
-// size (contentSize over replacedWeight) is cut. errUnsplittable: the
-// source is not cut.
-func cutHTML(ctx context.Context, src string, files egress.Bundle, entry string, slots, minPages int) (*slicePlan, error) {
+// slices as c says, as planJS does the loaded page; files are the job's
+// files (its linked stylesheets are read for page breaks).
+// errUnsplittable: the source is not cut.
+func cutHTML(ctx context.Context, src string, files egress.Bundle, entry string, c cutting) (*slicePlan, error) {
 	if strings.Count(src, "<") > maxCutElements {
 		return nil, errUnsplittable
 	}
@@ -78,7 +89,7 @@ func cutHTML(ctx context.Context, src string, files egress.Bundle, entry string,
 			break
 		}
 	}
-	if body == nil || textIn(body) || minPages > 0 && contentSize(body) < minPages*replacedWeight {
+	if body == nil || textIn(body) || c.minPages > 0 && contentSize(body) < c.minPages*replacedWeight {
 		return nil, errUnsplittable
 	}
 	breaks := &breakRules{}
@@ -144,7 +155,11 @@ func cutHTML(ctx context.Context, src string, files egress.Bundle, entry string,
 		targets[id] = true
 	}
 	total := size(body)
-	k := cutCount(total, slots)
+	perSlice := sliceBytes
+	if c.slicePages > 0 {
+		perSlice = min(perSlice, c.slicePages*replacedWeight)
+	}
+	k := cutCount(total, c.slots, perSlice)
 	share := max(total/k, 1)
 	var units, shells []*html.Node
 	var visit func(el *html.Node, depth int)
@@ -821,10 +836,10 @@ const sliceBytes = 1 << 20
 // cutCount is how many slices a body of n bytes (replaced elements
 // weighed as a page each) is cut into: a multiple
 // of the slots (slices that cannot all print at once leave a slot idle
-// while the last ones print), each of at most sliceBytes.
-func cutCount(n, slots int) int {
+// while the last ones print), each of at most perSlice bytes.
+func cutCount(n, slots, perSlice int) int {
 	slots = max(slots, 2)
-	rounds := (n + slots*sliceBytes - 1) / (slots * sliceBytes)
+	rounds := (n + slots*perSlice - 1) / (slots * perSlice)
 	return min(max(rounds, 1)*slots, maxSlices)
 }
 
@@ -836,12 +851,13 @@ func cutCount(n, slots int) int {
 // layout, as before), and whose page can be cut so:
 // its own source without scripts, no page references, no wait that one
 // slice could not see through (a selector or expression of the whole
-// page), no page ranges, not a template's warm page, and printed by this
-// worker's tabs (a farm's other workers print slices as they are written,
-// without hooks or report). nil: the page loads whole, as before.
-func (r *Renderer) cutSource(ctx context.Context, b egress.Bundle, entry string, rj *jobspb.RenderJob, opts Options, warm bool) *slicePlan {
+// page), no page ranges, not a template's warm page. Its slices print in
+// this worker's tabs and, with a farm, in other workers' (each loaded as
+// the job's page is, its report sent back with its PDF: farm.go). nil:
+// the page loads whole, as before.
+func (r *Renderer) cutSource(ctx context.Context, b egress.Bundle, entry string, rj *jobspb.RenderJob, warm bool) *slicePlan {
 	pr := rj.GetPrint()
-	if r.SplitPages <= 0 || pr.GetSplit() == jobspb.Split_SPLIT_OFF || rj.GetUrl() != nil || warm || opts.Farm != nil ||
+	if r.SplitPages <= 0 || pr.GetSplit() == jobspb.Split_SPLIT_OFF || rj.GetUrl() != nil || warm ||
 		pr.GetPageRanges() != "" || pr.GetToc() || pr.GetWaitForSelector() != "" || pr.GetWaitForExpression() != "" {
 		return nil
 	}
@@ -856,7 +872,7 @@ func (r *Renderer) cutSource(ctx context.Context, b egress.Bundle, entry string,
 	if !ok {
 		return nil
 	}
-	plan, err := cutHTML(ctx, src, b, entry, r.SplitSlots, minPages)
+	plan, err := cutHTML(ctx, src, b, entry, cutting{slots: r.SplitSlots, slicePages: r.SlicePages, minPages: minPages})
 	if err != nil {
 		r.log().DebugContext(ctx, "split: the source is not cut; the page loads whole", "err", err)
 		return nil

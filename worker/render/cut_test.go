@@ -61,7 +61,7 @@ func TestCutHTML(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			plan, err := cutHTML(context.Background(), tc.src, tc.files, "index.html", tc.k, 0)
+			plan, err := cutHTML(context.Background(), tc.src, tc.files, "index.html", cutting{slots: tc.k})
 			if tc.want == nil {
 				if err != errUnsplittable {
 					t.Fatalf("cut: %v, want errUnsplittable", err)
@@ -105,7 +105,7 @@ func TestCutHTMLLinks(t *testing.T) {
 	src := `<!doctype html><html><head><title> A   ledger </title></head><body>` +
 		`<h1>Top</h1><p><a href="#far%20away">to the end</a></p>` + blocks("p", 60, 0, "") +
 		`<h2 id="docrender-h-1">Taken</h2>` + blocks("p", 60, 60, "") + `<h2 id="far away">End</h2></body></html>`
-	plan, err := cutHTML(context.Background(), src, nil, "index.html", 2, 0)
+	plan, err := cutHTML(context.Background(), src, nil, "index.html", cutting{slots: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestCutHTMLBounds(t *testing.T) {
 		css     string
 		atBreak bool
 	}{{".c3{break-before:page}", true}, {css.String(), false}} {
-		plan, err := cutHTML(ctx, `<head><style>`+tc.css+`</style></head><body>`+body+`</body>`, nil, "index.html", 2, 0)
+		plan, err := cutHTML(ctx, `<head><style>`+tc.css+`</style></head><body>`+body+`</body>`, nil, "index.html", cutting{slots: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +158,7 @@ func TestCutHTMLBounds(t *testing.T) {
 
 	long := strings.Repeat("x", 5000)
 	src := `<head><title>` + long + `</title></head><body><h1>` + long + `</h1>` + blocks("p", 40, 0, "") + `<p><a href="#%E9t%E9">bad</a></p></body>`
-	plan, err := cutHTML(ctx, src, nil, "index.html", 2, 0)
+	plan, err := cutHTML(ctx, src, nil, "index.html", cutting{slots: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestCutHTMLBounds(t *testing.T) {
 		src  string
 		cut  bool
 	}{{"short", blocks("p", 100, 0, ""), false}, {"short with a large data: image", blocks("p", 100, 0, "") + dataURL, false}, {"long", ledger.HTML(40), true}} {
-		_, err := cutHTML(ctx, "<body>"+tc.src+"</body>", nil, "index.html", 2, 4)
+		_, err := cutHTML(ctx, "<body>"+tc.src+"</body>", nil, "index.html", cutting{slots: 2, minPages: 4})
 		if cut := err == nil; cut != tc.cut {
 			t.Errorf("%s, at least 4 pages: cut %v (%v), want %v", tc.name, cut, err, tc.cut)
 		}
@@ -189,19 +189,34 @@ func TestCutHTMLBounds(t *testing.T) {
 	for i := range 12_000 {
 		fmt.Fprintf(&scans, `<img src="s%d.jpg">`, i)
 	}
-	if plan, err = cutHTML(ctx, "<body>"+scans.String()+"</body>", nil, "index.html", 2, 0); err != nil {
+	if plan, err = cutHTML(ctx, "<body>"+scans.String()+"</body>", nil, "index.html", cutting{slots: 2}); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(plan.Slices); n < 12_000/800 || n%2 != 0 {
 		t.Errorf("12,000 images cut into %d slices, want at least 15, a multiple of 2", n)
 	}
+	// DOCRENDER_SLICE_PAGES bounds a slice of a source as it bounds one of
+	// a loaded page: 1,200 images (a page each, by size: 7 MB) in slices
+	// of at most 50 pages, not of sliceBytes.
+	scans.Reset()
+	for i := range 1_200 {
+		fmt.Fprintf(&scans, `<img src="s%d.jpg">`, i)
+	}
+	for _, tc := range []struct{ slicePages, least, most int }{{0, 2, 8}, {50, 1_200 / 50, maxSlices}} {
+		if plan, err = cutHTML(ctx, "<body>"+scans.String()+"</body>", nil, "index.html", cutting{slots: 2, slicePages: tc.slicePages}); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(plan.Slices); n < tc.least || n > tc.most || n%2 != 0 {
+			t.Errorf("1,200 images, slices of %d pages: %d slices, want %d to %d, a multiple of 2", tc.slicePages, n, tc.least, tc.most)
+		}
+	}
 
-	if _, err := cutHTML(ctx, "<body>"+strings.Repeat("<i></i>", maxCutElements)+"</body>", nil, "index.html", 2, 0); err != errUnsplittable {
+	if _, err := cutHTML(ctx, "<body>"+strings.Repeat("<i></i>", maxCutElements)+"</body>", nil, "index.html", cutting{slots: 2}); err != errUnsplittable {
 		t.Errorf("too many elements: %v, want errUnsplittable", err)
 	}
 	done, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := cutHTML(done, ledger.HTML(40), nil, "index.html", 2, 0); err != context.Canceled {
+	if _, err := cutHTML(done, ledger.HTML(40), nil, "index.html", cutting{slots: 2}); err != context.Canceled {
 		t.Errorf("done context: %v", err)
 	}
 }

@@ -33,24 +33,32 @@ type Slice struct {
 	// key, so a job tried again finds the slices printed for its last try.
 	Key  string
 	HTML string
+	// Cut says the slice is a share of the job's source cut before any tab
+	// loaded it (cut.go): its printer loads it as the job's page is
+	// loaded (waited for, hooked, heard) and hands what it heard over
+	// with its PDF. Otherwise it was cut from the loaded, hooked page
+	// (planJS), whose report the job's tab heard.
+	Cut bool
 }
 
 // SliceFarm shares one job's slices with the render slots of every worker.
 type SliceFarm interface {
-	// Offer queues slices for other slots. An error leaves them to the
-	// job's own tab.
+	// Offer queues slices for other slots: not every slice of the job
+	// (the one its tab begins with is not offered). An error leaves them
+	// to the job's own tab.
 	Offer(ctx context.Context, slices []Slice, rj *jobspb.RenderJob, deadline time.Time) error
 	// Claim takes s for the caller to print, and keeps it taken until
 	// Finish or Release; false: another printer holds it or printed it.
 	Claim(ctx context.Context, s Slice) (bool, error)
-	// Finish stores the PDF of a claimed slice.
-	Finish(ctx context.Context, s Slice, pdf []byte) error
+	// Finish stores the PDF of a claimed slice and, for a slice cut
+	// before loading, what its tab heard (heardReport; nil otherwise).
+	Finish(ctx context.Context, s Slice, pdf []byte, heard *jobspb.Report) error
 	// Release gives up a claimed slice that could not be printed.
 	Release(ctx context.Context, s Slice)
-	// Result is s's PDF once printed. nil and free: nobody holds s (its
-	// printer is gone): claim it and print it here; nil, not free: it is
-	// being printed.
-	Result(ctx context.Context, s Slice) (pdf []byte, free bool, err error)
+	// Result is s's PDF once printed, with what its tab heard as Finish
+	// stored it. nil and free: nobody holds s (its printer is gone): claim
+	// it and print it here; nil, not free: it is being printed.
+	Result(ctx context.Context, s Slice) (pdf []byte, heard *jobspb.Report, free bool, err error)
 	// Close forgets the job's slices and their files.
 	Close(ctx context.Context)
 }
@@ -93,8 +101,8 @@ type sliceRun struct {
 	mu    sync.Mutex
 	parts [][]byte
 	first error // the first failure, which stops every printer
-	// heard are the collectors of the slices printed in other tabs, with
-	// what their hooks found, for the job's report (a page cut before
+	// heard is what the slices printed in other tabs (and workers) heard
+	// and their hooks found, for the job's report (a page cut before
 	// loading).
 	heard []heardSlice
 	// pages is how many pages the slices printed so far have.
@@ -106,9 +114,18 @@ type sliceRun struct {
 }
 
 type heardSlice struct {
-	index  int
-	c      *collector
-	hooked *jobspb.Report
+	index int
+	rep   *jobspb.Report
+}
+
+// keep keeps slice i's PDF and what its tab heard.
+func (run *sliceRun) keep(i int, pdf []byte, heard *jobspb.Report) {
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	run.parts[i] = pdf
+	if heard != nil {
+		run.heard = append(run.heard, heardSlice{i, heard})
+	}
 }
 
 // startSlices offers the slices to the farm and starts the pool's other
@@ -119,10 +136,16 @@ func (r *Renderer) startSlices(ctx context.Context, htmls []string, job splitJob
 		run.farm = newLocalFarm()
 	}
 	for i, h := range htmls {
-		run.slices[i] = Slice{Index: i, Key: sliceKey(i, h), HTML: h}
+		run.slices[i] = Slice{Index: i, Key: sliceKey(i, h), HTML: h, Cut: job.cut != nil}
+	}
+	// The job's tab begins with the first slice of a page cut before
+	// loading (its page), with the last of another (walk).
+	offered := run.slices[:len(run.slices)-1]
+	if job.cut != nil {
+		offered = run.slices[1:]
 	}
 	deadline, _ := ctx.Deadline()
-	if err := run.farm.Offer(ctx, run.slices, job.rj, deadline); err != nil {
+	if err := run.farm.Offer(ctx, offered, job.rj, deadline); err != nil {
 		// Nobody else prints them: this worker's tabs do.
 		r.log().WarnContext(ctx, "split: slices not offered to other workers", "err", err)
 	}
@@ -179,6 +202,7 @@ func (run *sliceRun) printHere(tab *browser.Tab, s Slice, loaded bool) (err erro
 		return err
 	}
 	var pdf []byte
+	var heard *jobspb.Report
 	if loaded {
 		start := time.Now()
 		if pdf, err = printPDF(ctx, tab.Page(), run.req, nil); err == nil {
@@ -186,14 +210,7 @@ func (run *sliceRun) printHere(tab *browser.Tab, s Slice, loaded bool) (err erro
 		}
 		run.r.log().DebugContext(ctx, "split: the job's slice printed", "print_ms", ms(time.Since(start)))
 	} else {
-		var heard *collector
-		var hooked *jobspb.Report
-		pdf, heard, hooked, err = run.r.printSlice(ctx, tab, run.job, s.HTML, run.req)
-		if heard != nil {
-			run.mu.Lock()
-			run.heard = append(run.heard, heardSlice{s.Index, heard, hooked})
-			run.mu.Unlock()
-		}
+		pdf, heard, err = run.r.printSlice(ctx, tab, run.job, s, run.req)
 	}
 	if err != nil {
 		run.farm.Release(context.WithoutCancel(ctx), s)
@@ -214,12 +231,10 @@ func (run *sliceRun) printHere(tab *browser.Tab, s Slice, loaded bool) (err erro
 			return tooManyPages(max)
 		}
 	}
-	run.mu.Lock()
-	run.parts[s.Index] = pdf
-	run.mu.Unlock()
+	run.keep(s.Index, pdf, heard)
 	// The job has the PDF: a store that fails to keep it for a retry
 	// of the job costs that retry a print, not this job its answer.
-	if err := run.farm.Finish(ctx, s, pdf); err != nil {
+	if err := run.farm.Finish(ctx, s, pdf, heard); err != nil {
 		run.r.log().WarnContext(ctx, "split: a printed slice not kept for a retry", "slice", s.Index+1, "err", err)
 	}
 	return nil
@@ -262,18 +277,14 @@ func (run *sliceRun) finish(t *browser.Tab, report *collector) ([][]byte, error)
 	}
 	if err != nil {
 		run.fail(err)
-	} else if err := run.r.collect(run.ctx, run.farm, run.slices, run.printed, func(s Slice) error { return run.printHere(t, s, false) }, func(i int, pdf []byte) {
-		run.mu.Lock()
-		run.parts[i] = pdf
-		run.mu.Unlock()
-	}); err != nil {
+	} else if err := run.r.collect(run.ctx, run.farm, run.slices, run.printed, func(s Slice) error { return run.printHere(t, s, false) }, run.keep); err != nil {
 		run.fail(err)
 	}
 	run.end(false)
 	if report != nil {
 		slices.SortFunc(run.heard, func(a, b heardSlice) int { return a.index - b.index })
 		for _, h := range run.heard {
-			report.absorb(h.c, h.hooked)
+			report.absorb(h.rep)
 		}
 	}
 	if run.first != nil {
@@ -308,14 +319,14 @@ func (run *sliceRun) end(abort bool) {
 
 // collect waits for the slices printed elsewhere, keeps each with keep,
 // and prints with here any whose printer is gone.
-func (r *Renderer) collect(ctx context.Context, farm SliceFarm, slices []Slice, printed func(int) bool, here func(Slice) error, keep func(int, []byte)) error {
+func (r *Renderer) collect(ctx context.Context, farm SliceFarm, slices []Slice, printed func(int) bool, here func(Slice) error, keep func(int, []byte, *jobspb.Report)) error {
 	for {
 		waiting := 0
 		for i, s := range slices {
 			if printed(i) {
 				continue
 			}
-			pdf, free, err := farm.Result(ctx, s)
+			pdf, heard, free, err := farm.Result(ctx, s)
 			switch {
 			case err != nil:
 				// The state or blob store hiccuped: looked at again next
@@ -323,7 +334,7 @@ func (r *Renderer) collect(ctx context.Context, farm SliceFarm, slices []Slice, 
 				r.log().WarnContext(ctx, "split: reading a slice's state failed", "slice", i+1, "err", err)
 				waiting++
 			case pdf != nil:
-				keep(i, pdf)
+				keep(i, pdf, heard)
 			case free:
 				// Never taken, or its printer is gone (its claim lapsed).
 				r.log().InfoContext(ctx, "split: printing a slice nobody holds", "slice", i+1)
@@ -354,10 +365,11 @@ type localFarm struct {
 	mu      sync.Mutex
 	claimed map[string]bool
 	done    map[string][]byte
+	heard   map[string]*jobspb.Report
 }
 
 func newLocalFarm() *localFarm {
-	return &localFarm{claimed: map[string]bool{}, done: map[string][]byte{}}
+	return &localFarm{claimed: map[string]bool{}, done: map[string][]byte{}, heard: map[string]*jobspb.Report{}}
 }
 
 func (*localFarm) Offer(context.Context, []Slice, *jobspb.RenderJob, time.Time) error { return nil }
@@ -372,10 +384,10 @@ func (f *localFarm) Claim(_ context.Context, s Slice) (bool, error) {
 	return true, nil
 }
 
-func (f *localFarm) Finish(_ context.Context, s Slice, pdf []byte) error {
+func (f *localFarm) Finish(_ context.Context, s Slice, pdf []byte, heard *jobspb.Report) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.done[s.Key] = pdf
+	f.done[s.Key], f.heard[s.Key] = pdf, heard
 	return nil
 }
 
@@ -385,10 +397,10 @@ func (f *localFarm) Release(_ context.Context, s Slice) {
 	delete(f.claimed, s.Key)
 }
 
-func (f *localFarm) Result(_ context.Context, s Slice) ([]byte, bool, error) {
+func (f *localFarm) Result(_ context.Context, s Slice) ([]byte, *jobspb.Report, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.done[s.Key], !f.claimed[s.Key], nil
+	return f.done[s.Key], f.heard[s.Key], !f.claimed[s.Key], nil
 }
 
 func (*localFarm) Close(context.Context) {}
@@ -399,14 +411,15 @@ var ErrSliceLate = errors.New("render: the slice's job stopped waiting")
 // ErrSliceTaken is a slice that another printer claimed first.
 var ErrSliceTaken = errors.New("render: another printer has the slice")
 
-// PrintSlice prints one slice of rj's document, the HTML of a SliceJob, in
-// a tab of the pool: the job's files with html as its entry file, printed
-// as the job's slices are (no header and footer, no outline). claim is
-// called once a tab is in hand; false: ErrSliceTaken, nothing printed.
-func (r *Renderer) PrintSlice(ctx context.Context, b egress.Bundle, rj *jobspb.RenderJob, html string, deadline time.Time, claim func() (bool, error)) ([]byte, error) {
+// PrintSlice prints slice s of rj's document, a SliceJob's, in a tab of
+// the pool: the job's files with s's HTML as its entry file, printed as
+// the job's slices are (no header and footer, no outline), and what its
+// tab heard for the job's report (printSlice). claim is called once a tab
+// is in hand; false: ErrSliceTaken, nothing printed.
+func (r *Renderer) PrintSlice(ctx context.Context, b egress.Bundle, rj *jobspb.RenderJob, s Slice, deadline time.Time, claim func() (bool, error)) ([]byte, *jobspb.Report, error) {
 	if !deadline.IsZero() {
 		if time.Until(deadline) <= 0 {
-			return nil, ErrSliceLate
+			return nil, nil, ErrSliceLate
 		}
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, deadline)
@@ -414,12 +427,13 @@ func (r *Renderer) PrintSlice(ctx context.Context, b egress.Bundle, rj *jobspb.R
 	}
 	margins, err := marginTemplates(b, rj.GetPage(), rj.GetPrint())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	req := sliceRequest(printRequest(rj.GetPage(), rj.GetPrint(), margins))
 	req.maxBytes = r.MaxOutputBytes
 	job := splitJob{bundle: b, entry: rj.GetEntry(), rj: rj}
 	var pdf []byte
+	var heard *jobspb.Report
 	err = r.Pool.TabFor(ctx, "", func(t *browser.Tab) error {
 		if ok, err := claim(); err != nil || !ok {
 			if err == nil {
@@ -428,8 +442,8 @@ func (r *Renderer) PrintSlice(ctx context.Context, b egress.Bundle, rj *jobspb.R
 			return err
 		}
 		var err error
-		pdf, _, _, err = r.printSlice(ctx, t, job, html, req)
+		pdf, heard, err = r.printSlice(ctx, t, job, s, req)
 		return err
 	})
-	return pdf, err
+	return pdf, heard, err
 }

@@ -87,12 +87,12 @@ type dumpFarm struct {
 
 func (f *dumpFarm) Offer(_ context.Context, s []Slice, _ *jobspb.RenderJob, _ time.Time) error {
 	f.dmu.Lock()
-	f.total = len(s)
+	f.total = len(s) + 1 // the job's tab prints one not offered
 	f.dmu.Unlock()
 	return nil
 }
 
-func (f *dumpFarm) Finish(ctx context.Context, s Slice, pdf []byte) error {
+func (f *dumpFarm) Finish(ctx context.Context, s Slice, pdf []byte, heard *jobspb.Report) error {
 	if err := os.WriteFile(filepath.Join(f.dir, fmt.Sprintf("part-%03d.pdf", s.Index+1)), pdf, 0o644); err != nil {
 		return err
 	}
@@ -104,5 +104,5 @@ func (f *dumpFarm) Finish(ctx context.Context, s Slice, pdf []byte) error {
 	if last {
 		f.cancel()
 	}
-	return f.localFarm.Finish(ctx, s, pdf)
+	return f.localFarm.Finish(ctx, s, pdf, heard)
 }

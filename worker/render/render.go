@@ -153,11 +153,11 @@ func (r *Renderer) RenderWith(ctx context.Context, b egress.Bundle, rj *jobspb.R
 	// A page that asks for slices is cut before any tab loads it (cut.go):
 	// the job's tab loads its first slice as the job's page, the other
 	// slices printing in the pool's other tabs meanwhile.
-	cut := r.cutSource(ctx, b, entry, rj, opts, warmable)
+	cut := r.cutSource(ctx, b, entry, rj, warmable)
 	var run *sliceRun
 	startSlices := func() {}
 	if cut != nil {
-		slicesJob := splitJob{bundle: b, entry: entry, rj: rj, cut: cut, maxPages: int(rj.GetMaxPages())}
+		slicesJob := splitJob{bundle: b, entry: entry, rj: rj, cut: cut, maxPages: int(rj.GetMaxPages()), farm: opts.Farm}
 		// Once the job has its tab: its helpers never queue for tabs
 		// ahead of the job's own.
 		startSlices = func() {

@@ -100,15 +100,31 @@ type collector struct {
 	}
 }
 
-// absorb adds to c what o heard, the collector of another slice of the
-// same page loaded in a tab of its own (cut.go), and what that slice's
-// hooks found (hooked): the page's report covers every slice, and its
-// checks fail on a request any slice lost. What every slice loads (the
-// head's stylesheets and fonts) is one request of the page: an entry c
-// has already is not counted again.
-func (c *collector) absorb(o *collector, hooked *jobspb.Report) {
-	f := o.findings()
+// heardReport is what a slice's tab heard (c, finished) and its hooks
+// found (hooked) as a report, its addresses relative as the job's own
+// report gives them: what absorb adds to the job's collector, in this
+// worker or, sent with the slice's PDF, in another (farm.go).
+func heardReport(c *collector, hooked *jobspb.Report) *jobspb.Report {
+	f := c.findings()
+	rep := f.report
 	noAlt := hooked.GetImagesWithoutAlt()
+	for _, u := range noAlt[:min(len(noAlt), maxReportEntries)] {
+		rep.ImagesWithoutAlt = append(rep.ImagesWithoutAlt, truncate(c.site.Relative(u)))
+	}
+	rep.ImagesWithoutAltTotal = int32(max(int(hooked.GetImagesWithoutAltTotal()), len(noAlt)))
+	return rep
+}
+
+// absorb adds to c what another slice of the same page, loaded in a tab
+// of its own (cut.go), heard and its hooks found (heardReport): the
+// page's report covers every slice, and its checks fail on a request any
+// slice lost. What every slice loads (the head's stylesheets and fonts)
+// is one request of the page: an entry c has already is not counted
+// again.
+func (c *collector) absorb(rep *jobspb.Report) {
+	// Totals beyond the lists: a report from another worker is read with
+	// care (a total below its list counts the list).
+	beyond := func(total int32, listed int) int { return max(int(total)-listed, 0) }
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	seen := map[string]bool{}
@@ -124,9 +140,9 @@ func (c *collector) absorb(o *collector, hooked *jobspb.Report) {
 	for _, u := range c.slices.noAlt {
 		seen["a\x00"+u] = true
 	}
-	c.nFailed += f.nFailed - len(f.report.FailedRequests)
-	for _, r := range f.report.FailedRequests {
-		if key := "f\x00" + r.Url + "\x00" + r.Error; !seen[key] {
+	c.nFailed += beyond(rep.GetFailedTotal(), len(rep.GetFailedRequests()))
+	for _, r := range rep.GetFailedRequests() {
+		if key := "f\x00" + r.GetUrl() + "\x00" + r.GetError(); !seen[key] {
 			seen[key] = true
 			c.nFailed++
 			if len(c.failed) < maxReportEntries {
@@ -134,8 +150,8 @@ func (c *collector) absorb(o *collector, hooked *jobspb.Report) {
 			}
 		}
 	}
-	c.nConsole += f.nConsole - len(f.report.ConsoleErrors)
-	for _, m := range f.report.ConsoleErrors {
+	c.nConsole += beyond(rep.GetConsoleErrorsTotal(), len(rep.GetConsoleErrors()))
+	for _, m := range rep.GetConsoleErrors() {
 		if key := "c\x00" + m; !seen[key] {
 			seen[key] = true
 			c.nConsole++
@@ -144,17 +160,16 @@ func (c *collector) absorb(o *collector, hooked *jobspb.Report) {
 			}
 		}
 	}
-	c.slices.nBlocked += f.nBlocked - len(f.report.BlockedRequests)
-	for _, b := range f.report.BlockedRequests {
+	c.slices.nBlocked += beyond(rep.GetBlockedTotal(), len(rep.GetBlockedRequests()))
+	for _, b := range rep.GetBlockedRequests() {
 		if key := "b\x00" + b; !seen[key] {
 			seen[key] = true
 			c.slices.nBlocked++
 			c.slices.blocked = appendUpTo(c.slices.blocked, []string{b}, maxReportEntries)
 		}
 	}
-	c.slices.nNoAlt += max(int(hooked.GetImagesWithoutAltTotal()), len(noAlt)) - len(noAlt)
-	for _, u := range noAlt {
-		u = truncate(o.site.Relative(u))
+	c.slices.nNoAlt += beyond(rep.GetImagesWithoutAltTotal(), len(rep.GetImagesWithoutAlt()))
+	for _, u := range rep.GetImagesWithoutAlt() {
 		if key := "a\x00" + u; !seen[key] {
 			seen[key] = true
 			c.slices.nNoAlt++

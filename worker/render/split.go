@@ -306,22 +306,23 @@ func (r *Renderer) printSplit(ctx context.Context, t *browser.Tab, site egress.S
 	return out.Bytes(), len(plan.Slices), nil
 }
 
-// printSlice serves a slice as the job's entry file, with the job's other
+// printSlice serves slice s as the job's entry file, with the job's other
 // files, to t's lane, loads it (written into the tab, or navigated to when
 // too large to be written or the tab navigated already: a slice has no
 // scripts either way) and prints it. A slice of a page cut before loading
-// (job.cut) is a page the hooks have not run on and no report has heard:
-// it loads as the job's page does (load: waited for, hooked, heard), and
-// what its tab heard (the collector, finished) and its hooks found are
-// returned for the job's report.
-func (r *Renderer) printSlice(ctx context.Context, t *browser.Tab, job splitJob, html string, req printParams) (pdf []byte, heard *collector, hooked *jobspb.Report, err error) {
+// (s.Cut) is a page the hooks have not run on and no report has heard: it
+// loads as the job's page does (load: waited for, hooked, heard), and what
+// its tab heard and its hooks found are returned for the job's report
+// (heardReport); nil for another.
+func (r *Renderer) printSlice(ctx context.Context, t *browser.Tab, job splitJob, s Slice, req printParams) (pdf []byte, heard *jobspb.Report, err error) {
+	html := s.HTML
 	b := maps.Clone(job.bundle)
 	b[job.entry] = []byte(html)
 	// A tab that navigated (the job's own, for a page too large to be
 	// written) is not on the home document a write needs.
 	written := len(html) <= maxWrittenHTML && !t.Scripted()
-	if job.cut != nil {
-		hooked = &jobspb.Report{}
+	if s.Cut {
+		hooked := &jobspb.Report{}
 		spec := loadSpec{bundle: b, entry: job.entry, html: html, static: written, print: job.rj.GetPrint(),
 			selectors: r.selectors(), hooked: hooked}
 		if job.rj.GetPrint().GetMediaScreen() {
@@ -335,43 +336,43 @@ func (r *Renderer) printSlice(ctx context.Context, t *browser.Tab, job splitJob,
 			}
 			retireLong(t, pdf)
 			c.finish(ctx, t.Scripted())
-			heard = c
+			heard = heardReport(c, hooked)
 			return nil
 		})
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 		r.log().DebugContext(ctx, "split: a slice printed in another tab", prog.timings("bytes", len(html))...)
-		return pdf, heard, hooked, nil
+		return pdf, heard, nil
 	}
 	lane, ok := t.Lane().(fileServer)
 	if !ok {
-		return nil, nil, nil, fmt.Errorf("render: tab lane %T serves no files", t.Lane())
+		return nil, nil, fmt.Errorf("render: tab lane %T serves no files", t.Lane())
 	}
 	site, unserve := lane.Serve(b, written)
 	defer unserve()
 	if job.rj.GetPrint().GetMediaScreen() {
 		// Another tab than the job's has the print media type still.
 		if err := t.EmulateMedia("screen"); err != nil {
-			return nil, nil, nil, fmt.Errorf("%w: media: %v", ErrPage, err)
+			return nil, nil, fmt.Errorf("%w: media: %v", ErrPage, err)
 		}
 	}
 	var matched []bool
 	if written {
 		if err := t.Open(site.HomeURL(job.entry), html, loadedJS, &matched, []string{}); err != nil {
-			return nil, nil, nil, fmt.Errorf("%w: open slice: %v", ErrPage, err)
+			return nil, nil, fmt.Errorf("%w: open slice: %v", ErrPage, err)
 		}
 	} else {
 		if err := t.Navigate(site.URL(job.entry)); err != nil {
-			return nil, nil, nil, fmt.Errorf("%w: navigate to slice: %v", ErrPage, err)
+			return nil, nil, fmt.Errorf("%w: navigate to slice: %v", ErrPage, err)
 		}
 		if err := browser.Evaluate(t.Page(), loadedJS, &matched, []string{}); err != nil {
-			return nil, nil, nil, fmt.Errorf("%w: load slice: %v", ErrPage, err)
+			return nil, nil, fmt.Errorf("%w: load slice: %v", ErrPage, err)
 		}
 	}
 	if pdf, err = printPDF(ctx, t.Page(), req, nil); err != nil {
-		return nil, nil, nil, fmt.Errorf("slice of %d bytes: %w", len(html), err)
+		return nil, nil, fmt.Errorf("slice of %d bytes: %w", len(html), err)
 	}
 	retireLong(t, pdf)
-	return pdf, nil, nil, nil
+	return pdf, nil, nil
 }
