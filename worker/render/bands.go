@@ -173,14 +173,16 @@ const bandsLaidJS = `() => document.body.childElementCount`
 // half the print saves.
 var spreadBands = 200
 
-// printBandsSpread is printBands, the pages in two halves when the worker
-// has a second slot: the first half in t, the second in another tab of
-// the pool at the same time, or in t after the first when no tab is free
-// by then (another job has it). The bands print after the last slice, on
-// the whole job's way: ~1.7 ms a page, the second largest step of a split
-// after the slices (docs/benchmarks.md).
+// printBandsSpread is printBands, the pages in two halves: the first half
+// in t, the second in another tab of the pool at the same time (lent as
+// a split's slices are, printSlices: a worker of one slot has two tabs),
+// or in t after the first when no tab is free by then (another job has
+// it). The bands print after the last slice, on the whole job's way:
+// ~1.7 ms a page, the second largest step of a split after the slices
+// (docs/benchmarks.md); a worker of one slot printing them alone took
+// 2.2 s of a 9.8 s split scaled out.
 func (r *Renderer) printBandsSpread(ctx context.Context, t *browser.Tab, req printParams, b bands) ([]byte, error) {
-	if b.pages < spreadBands || r.SplitSlots < 2 || b.from != 0 || b.to != 0 {
+	if b.pages < spreadBands || b.from != 0 || b.to != 0 {
 		return printBands(ctx, t, req, b)
 	}
 	first, second := b, b
