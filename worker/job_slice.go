@@ -210,14 +210,16 @@ func (f *sliceFarm) Result(ctx context.Context, s render.Slice) ([]byte, *jobspb
 		var b []byte
 		if b, err = blob.ReadAll(ctx, f.w.blobs, f.heardKey(s), maxHeard); err == nil {
 			heard = &jobspb.Report{}
-			if err := proto.Unmarshal(b, heard); err != nil {
-				return nil, nil, false, fmt.Errorf("worker: read slice report: %w", err)
+			if perr := proto.Unmarshal(b, heard); perr != nil {
+				// Unreadable: printed again, as if gone.
+				f.w.log.WarnContext(ctx, "slice: its report cannot be read; printing it again", "slice", s.Index+1, "err", perr)
+				err = blob.ErrNotFound
 			}
 		}
 	}
 	if errors.Is(err, blob.ErrNotFound) {
 		// A mark whose files are gone (a try of the job before this one
-		// closed its farm): the slice is free again.
+		// closed its farm) or unreadable: the slice is free again.
 		if _, err := f.st.Swap(ctx, f.claimKey(s), sliceDone, nil, 0); err != nil {
 			return nil, nil, false, err
 		}
