@@ -122,9 +122,7 @@ func printBands(ctx context.Context, t *browser.Tab, req printParams, b bands) (
 		}
 		parts = append(parts, pdf)
 	}
-	if to-from+1 >= retirePages {
-		t.Retire()
-	}
+	retireAfter(t, to-from+1)
 	if len(parts) == 1 {
 		return parts[0], nil
 	}

@@ -235,10 +235,17 @@ func rangePages(ranges string) int {
 // pages takes seconds.
 const retirePages = 300
 
-// retireLong retires t after the job when pdf, printed in t, has at least
-// retirePages pages.
-func retireLong(t *browser.Tab, pdf []byte) {
-	if n, ok := pdfedit.QuickPageCount(pdf); ok && n >= retirePages {
+// retireAfter retires t after the job when it printed pages pages (at
+// least retirePages) of one laid-out document.
+func retireAfter(t *browser.Tab, pages int) {
+	if pages >= retirePages {
 		t.Retire()
+	}
+}
+
+// retireLong is retireAfter for pdf, printed in t.
+func retireLong(t *browser.Tab, pdf []byte) {
+	if n, ok := pdfedit.QuickPageCount(pdf); ok {
+		retireAfter(t, n)
 	}
 }
