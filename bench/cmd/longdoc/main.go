@@ -258,10 +258,11 @@ func peakRSS(procs []int) func() (self, browser int64, cpu time.Duration) {
 			for _, p := range procs {
 				s += rssOf(p)
 			}
-			b := chromiumRSS()
-			maxSelf, maxBrowser = max(maxSelf, s), max(maxBrowser, b)
+			// One scan of the processes a sample, for memory and CPU.
+			var b int64
 			now := map[int]int64{}
 			for _, pid := range chromiumPIDs() {
+				b += rssOf(pid) // shared pages counted in each: an upper bound
 				if ticks, ok := cpuTicks(pid); ok {
 					now[pid] = ticks
 					if last, ok := seen[pid]; ok {
@@ -272,6 +273,7 @@ func peakRSS(procs []int) func() (self, browser int64, cpu time.Duration) {
 				}
 			}
 			seen = now
+			maxSelf, maxBrowser = max(maxSelf, s), max(maxBrowser, b)
 			select {
 			case <-done:
 				return
@@ -348,16 +350,6 @@ func waitIdle() {
 			return
 		}
 	}
-}
-
-// chromiumRSS sums the resident memory of every Chromium process (shared
-// pages counted in each: an upper bound).
-func chromiumRSS() int64 {
-	var sum int64
-	for _, pid := range chromiumPIDs() {
-		sum += rssOf(pid)
-	}
-	return sum
 }
 
 // chromiumPIDs are the processes whose command line names Chromium.
